@@ -1,0 +1,314 @@
+//! A completion queue that software providers share (`IND2CompletionQueue`, `nd-reference.md` §2.5).
+//!
+//! [`CqCore`] holds the completions, the notification state and the list of queue pairs that
+//! complete into it. `get_results` drives those queue pairs' I/O itself when the queue is empty,
+//! so a busy-polling caller needs no helper thread: the poll *is* the progress.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+
+use crate::kit::overlapped::{Driver, Overlapped, PendingRequests};
+use crate::{Error, NdResult, NotifyType, Result, Status};
+
+/// Something whose I/O a completion queue can drive: a provider's queue pair.
+pub trait ProgressSource: Send + Sync {
+    /// Make whatever progress is possible without blocking. Must not be called with the CQ's
+    /// lock held (the source pushes completions into the CQ).
+    fn progress(&self);
+}
+
+#[derive(Debug, Default)]
+struct Triggers {
+    /// An entry arrived since the last short `get_results` and has not fired a notification.
+    any: bool,
+    /// ... and it was a solicited Receive or an error.
+    solicited: bool,
+    /// ... and it was an error.
+    error: bool,
+}
+
+struct Inner {
+    entries: VecDeque<NdResult>,
+    depth: u32,
+    /// The CQ overflowed: it and its queue pairs are unusable (Notify gives `ND_BUFFER_OVERFLOW`).
+    overrun: bool,
+    triggers: Triggers,
+    /// The strongest armed notification type, if any.
+    armed: Option<NotifyType>,
+    waiters: PendingRequests<()>,
+}
+
+/// A software completion queue.
+pub struct CqCore {
+    inner: Mutex<Inner>,
+    sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
+    driver: Arc<dyn Driver>,
+}
+
+impl fmt::Debug for CqCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let i = self.lock();
+        f.debug_struct("CqCore").field("depth", &i.depth).field("queued", &i.entries.len()).finish()
+    }
+}
+
+/// Extra facts about a completion that matter for notification.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PushKind {
+    /// A Receive of a Send that carried `SEND_AND_SOLICIT_EVENT`.
+    pub solicited: bool,
+}
+
+impl CqCore {
+    /// A queue of `depth` entries (the caller validated `depth`).
+    pub fn new(depth: u32, driver: Arc<dyn Driver>) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                entries: VecDeque::with_capacity(depth as usize),
+                depth,
+                overrun: false,
+                triggers: Triggers::default(),
+                armed: None,
+                waiters: PendingRequests::new(),
+            }),
+            sources: RwLock::new(Vec::new()),
+            driver,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The driver of the adapter this CQ belongs to.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.driver
+    }
+
+    /// Register a queue pair whose I/O `get_results` should drive.
+    pub fn attach(&self, source: Weak<dyn ProgressSource>) {
+        let mut s = self.sources.write().unwrap_or_else(|e| e.into_inner());
+        s.retain(|w| w.strong_count() > 0);
+        s.push(source);
+    }
+
+    /// Queue one completion. Never fails: beyond the depth the CQ enters the overrun state, which
+    /// `notify` reports as `ND_BUFFER_OVERFLOW`, but the completion itself is kept, not lost.
+    pub fn push(&self, r: NdResult, kind: PushKind) {
+        let mut i = self.lock();
+        if i.entries.len() >= i.depth as usize {
+            i.overrun = true;
+        }
+        i.entries.push_back(r);
+        let error = r.status != Status::SUCCESS;
+        self.trigger(&mut i, kind.solicited, error);
+    }
+
+    /// Fire or remember a notification for a new entry (`nd-reference.md` §2.5 "Notify rules").
+    fn trigger(&self, i: &mut Inner, solicited: bool, error: bool) {
+        let fires = match i.armed {
+            Some(NotifyType::Any) => true,
+            Some(NotifyType::Solicited) => solicited || error,
+            Some(NotifyType::Errors) => error,
+            None => false,
+        } || (i.armed.is_some() && i.overrun);
+        if fires {
+            let status = if i.overrun { Status::BUFFER_OVERFLOW } else { Status::SUCCESS };
+            i.armed = None;
+            i.waiters.complete_all((), status);
+            // The entry that fired a notification cannot fire a later one.
+            i.triggers = Triggers::default();
+        } else {
+            i.triggers.any = true;
+            i.triggers.solicited |= solicited || error;
+            i.triggers.error |= error;
+        }
+    }
+
+    /// `GetResults`: move up to `out.len()` completions into `out`; returns how many.
+    ///
+    /// When the queue is empty this first drives the attached queue pairs' I/O (non-blocking), so
+    /// a caller that polls makes progress itself.
+    pub fn get_results(&self, out: &mut [NdResult]) -> usize {
+        if out.is_empty() {
+            return 0;
+        }
+        let n = self.take(out);
+        if n > 0 {
+            return n;
+        }
+        self.progress_sources();
+        self.take(out)
+    }
+
+    fn take(&self, out: &mut [NdResult]) -> usize {
+        let mut i = self.lock();
+        let n = out.len().min(i.entries.len());
+        for (slot, r) in out.iter_mut().zip(i.entries.drain(..n)) {
+            *slot = r;
+        }
+        if n < out.len() {
+            // A short poll reported everything queued: later entries must fire the next Notify.
+            i.triggers = Triggers::default();
+        }
+        n
+    }
+
+    /// Drive the I/O of every attached queue pair once.
+    pub fn progress_sources(&self) {
+        let sources = self.sources.read().unwrap_or_else(|e| e.into_inner());
+        for s in sources.iter() {
+            if let Some(s) = s.upgrade() {
+                s.progress();
+            }
+        }
+    }
+
+    /// `Notify`: arm the queue. Completes at once when an entry that qualifies arrived after the
+    /// last short `get_results` (the race rule), or with `ND_BUFFER_OVERFLOW` after an overrun.
+    pub fn notify(&self, ty: NotifyType) -> Overlapped {
+        let (ov, c) = Overlapped::pending(self.driver.clone());
+        let mut i = self.lock();
+        if i.overrun {
+            c.complete(Status::BUFFER_OVERFLOW);
+            return ov;
+        }
+        let t = &i.triggers;
+        let now = match ty {
+            NotifyType::Any => t.any,
+            NotifyType::Solicited => t.solicited,
+            NotifyType::Errors => t.error,
+        };
+        if now {
+            i.triggers = Triggers::default();
+            c.complete(Status::SUCCESS);
+            return ov;
+        }
+        // ANY takes precedence over SOLICITED, which takes precedence over ERRORS.
+        let rank = |t: Option<NotifyType>| match t {
+            None => 0,
+            Some(NotifyType::Errors) => 1,
+            Some(NotifyType::Solicited) => 2,
+            Some(NotifyType::Any) => 3,
+        };
+        if rank(Some(ty)) > rank(i.armed) {
+            i.armed = Some(ty);
+        }
+        i.waiters.push((), c);
+        ov
+    }
+
+    /// `Resize`: change the depth; `ND_BUFFER_OVERFLOW` (queue unchanged) if fewer than the queued
+    /// entries.
+    pub fn resize(&self, depth: u32) -> Result<()> {
+        let mut i = self.lock();
+        if (depth as usize) < i.entries.len() {
+            return Err(Error::new(Status::BUFFER_OVERFLOW));
+        }
+        i.depth = depth;
+        let want = depth as usize;
+        if i.entries.capacity() < want {
+            let extra = want - i.entries.len();
+            i.entries.reserve(extra);
+        }
+        Ok(())
+    }
+
+    /// The current depth.
+    pub fn depth(&self) -> u32 {
+        self.lock().depth
+    }
+
+    /// Number of queued completions.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// Whether no completion is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `CancelOverlappedRequests`: every pending Notify completes with `ND_CANCELED`, in order.
+    pub fn cancel_overlapped_requests(&self) {
+        let mut i = self.lock();
+        i.armed = None;
+        i.waiters.cancel_all();
+    }
+}
+
+impl Drop for CqCore {
+    fn drop(&mut self) {
+        // "CQ Notify requests complete with ND_CANCELED when the CQ is destroyed."
+        self.cancel_overlapped_requests();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::overlapped::tests::NullDriver;
+    use crate::RequestType;
+
+    fn r(status: Status) -> NdResult {
+        NdResult { status, bytes_transferred: 0, qp_context: 1, request_context: 2, request_type: RequestType::Send }
+    }
+
+    #[test]
+    fn notify_race_rule() {
+        let cq = CqCore::new(4, Arc::new(NullDriver));
+        // An entry queued before Notify, never reported: Notify fires at once.
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert!(cq.notify(NotifyType::Any).is_complete());
+        // That entry cannot fire a second time.
+        let ov = cq.notify(NotifyType::Any);
+        assert!(!ov.is_complete());
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert_eq!(ov.try_result(), Some(Ok(())));
+    }
+
+    #[test]
+    fn solicited_only_fires_on_solicited_or_error() {
+        let cq = CqCore::new(8, Arc::new(NullDriver));
+        let ov = cq.notify(NotifyType::Solicited);
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert!(!ov.is_complete());
+        cq.push(r(Status::SUCCESS), PushKind { solicited: true });
+        assert!(ov.is_complete());
+        let ov = cq.notify(NotifyType::Solicited);
+        cq.push(r(Status::CANCELED), PushKind::default());
+        assert!(ov.is_complete(), "errors always satisfy a notify");
+    }
+
+    #[test]
+    fn short_poll_clears_and_all_waiters_fire_together() {
+        let cq = CqCore::new(8, Arc::new(NullDriver));
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        let mut out = [NdResult::EMPTY; 4];
+        assert_eq!(cq.get_results(&mut out), 1);
+        let a = cq.notify(NotifyType::Solicited);
+        let b = cq.notify(NotifyType::Any);
+        assert!(!a.is_complete() && !b.is_complete());
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert!(a.is_complete() && b.is_complete(), "ANY upgraded the SOLICITED request");
+    }
+
+    #[test]
+    fn overrun_and_resize() {
+        let cq = CqCore::new(1, Arc::new(NullDriver));
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert_eq!(cq.resize(0).unwrap_err().status(), Status::BUFFER_OVERFLOW);
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert_eq!(cq.len(), 2, "nothing is lost");
+        assert_eq!(cq.notify(NotifyType::Any).try_result(), Some(Err(Error::new(Status::BUFFER_OVERFLOW))));
+    }
+
+    #[test]
+    fn cancel_completes_notify() {
+        let cq = CqCore::new(1, Arc::new(NullDriver));
+        let ov = cq.notify(NotifyType::Any);
+        cq.cancel_overlapped_requests();
+        assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
+    }
+}

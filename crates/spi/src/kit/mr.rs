@@ -1,0 +1,293 @@
+//! Memory registrations and the token checks every access goes through
+//! (`IND2MemoryRegion`, `IND2MemoryWindow`; RFC 5040 §8.1.1, iwarp-wire.md §5.5).
+//!
+//! A token is an iWARP STag: a 24-bit index in the upper bits and an 8-bit key in the low byte.
+//! Both come from the kernel's CSPRNG, so a peer cannot guess a live token, and a token never
+//! comes back to life after deregistration (the index may be reused, but with a fresh key and
+//! a full-token comparison on every lookup). Index 0 is never used.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::MrFlags;
+
+/// What a remote access needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The peer writes (inbound RDMA Write).
+    RemoteWrite,
+    /// The peer reads (the source of an inbound Read Request).
+    RemoteRead,
+    /// We read (the source of a Send or Write).
+    LocalRead,
+    /// We write (the sink of a Receive or of a Read Response).
+    LocalWrite,
+}
+
+/// Why an access was refused; the caller maps it to an ND status or an RDMAP Terminate code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessError {
+    /// No live registration has this token (never issued, deregistered or invalidated).
+    InvalidToken,
+    /// The range leaves the registration (including address + length overflow).
+    OutOfBounds,
+    /// The registration lacks the needed right.
+    NoRights,
+    /// address + length wraps around 2^64.
+    Wrap,
+}
+
+/// Whether a registration is a memory region or a memory window bound over one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A memory region.
+    Region,
+    /// A memory window; remote rights come from the Bind flags, not the region's.
+    Window,
+}
+
+/// One live registration: a byte range with rights, known by its token.
+pub struct Registration {
+    /// The token (STag) in host order.
+    pub token: u32,
+    /// First byte.
+    pub base: usize,
+    /// Length in bytes.
+    pub len: usize,
+    /// Rights: for a region its `ND_MR_FLAG_*`; for a window the rights granted by Bind, as
+    /// `ALLOW_REMOTE_READ` / `ALLOW_REMOTE_WRITE`.
+    pub flags: MrFlags,
+    /// Region or window.
+    pub kind: Kind,
+    valid: AtomicBool,
+    /// Windows currently bound over this region (Deregister gives `ND_DEVICE_BUSY` while > 0).
+    pub bound_windows: AtomicU32,
+    /// For a window: the queue pair it is bound through (an opaque id chosen by the provider).
+    pub bound_qp: AtomicU32,
+    /// For a window: the region it was bound over.
+    pub parent: Option<Arc<Registration>>,
+    /// Keeps owned memory alive for as long as any in-flight request holds this registration.
+    _keepalive: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("token", &format_args!("{:#010x}", self.token))
+            .field("base", &format_args!("{:#x}", self.base))
+            .field("len", &self.len)
+            .field("flags", &self.flags)
+            .field("kind", &self.kind)
+            .field("valid", &self.is_valid())
+            .finish()
+    }
+}
+
+impl Registration {
+    /// Still registered (not deregistered or invalidated).
+    pub fn is_valid(&self) -> bool {
+        self.valid.load(Ordering::Acquire)
+    }
+
+    /// Check an access of `len` bytes at absolute address `addr`. A zero-length access only
+    /// needs a valid token and the right (no bounds).
+    pub fn check(&self, addr: u64, len: u64, access: Access) -> Result<(), AccessError> {
+        if !self.is_valid() {
+            return Err(AccessError::InvalidToken);
+        }
+        let needed = match access {
+            Access::RemoteWrite => MrFlags::ALLOW_REMOTE_WRITE,
+            Access::RemoteRead => MrFlags::ALLOW_REMOTE_READ,
+            Access::LocalWrite => MrFlags::ALLOW_LOCAL_WRITE,
+            Access::LocalRead => MrFlags::empty(),
+        };
+        if !self.flags.contains(needed) {
+            return Err(AccessError::NoRights);
+        }
+        let end = addr.checked_add(len).ok_or(AccessError::Wrap)?;
+        let base = self.base as u64;
+        let limit = base + self.len as u64;
+        if len > 0 && (addr < base || end > limit) {
+            return Err(AccessError::OutOfBounds);
+        }
+        Ok(())
+    }
+
+    /// Mark invalid: every later lookup or check fails.
+    pub fn invalidate(&self) {
+        self.valid.store(false, Ordering::Release);
+    }
+}
+
+/// The registrations of one adapter.
+#[derive(Default)]
+pub struct Table {
+    map: RwLock<HashMap<u32, Arc<Registration>>>,
+    rng: Mutex<RandomPool>,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.map.read().map(|m| m.len()).unwrap_or(0);
+        f.debug_struct("Table").field("registrations", &n).finish()
+    }
+}
+
+/// Parameters of a new registration.
+#[derive(Clone)]
+pub struct NewRegistration {
+    /// First byte.
+    pub base: usize,
+    /// Length.
+    pub len: usize,
+    /// Rights.
+    pub flags: MrFlags,
+    /// Region or window.
+    pub kind: Kind,
+    /// For a window, the region.
+    pub parent: Option<Arc<Registration>>,
+    /// Owned memory to keep alive.
+    pub keepalive: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for NewRegistration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewRegistration").field("base", &self.base).field("len", &self.len).finish()
+    }
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register a range under a fresh, unpredictable token.
+    pub fn insert(&self, n: NewRegistration) -> Arc<Registration> {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        let token = loop {
+            let t = rng.next_u32();
+            if t >> 8 != 0 && !map.contains_key(&(t >> 8)) {
+                break t;
+            }
+        };
+        let reg = Arc::new(Registration {
+            token,
+            base: n.base,
+            len: n.len,
+            flags: n.flags,
+            kind: n.kind,
+            valid: AtomicBool::new(true),
+            bound_windows: AtomicU32::new(0),
+            bound_qp: AtomicU32::new(0),
+            parent: n.parent,
+            _keepalive: n.keepalive,
+        });
+        map.insert(token >> 8, reg.clone());
+        reg
+    }
+
+    /// The live registration with exactly this token (index and key).
+    pub fn lookup(&self, token: u32) -> Option<Arc<Registration>> {
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&(token >> 8)).filter(|r| r.token == token && r.is_valid()).cloned()
+    }
+
+    /// Remove and invalidate the registration with this token.
+    pub fn remove(&self, token: u32) -> Option<Arc<Registration>> {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        match map.get(&(token >> 8)) {
+            Some(r) if r.token == token => {
+                r.invalidate();
+                map.remove(&(token >> 8))
+            }
+            _ => None,
+        }
+    }
+
+    /// Number of live registrations.
+    pub fn len(&self) -> usize {
+        self.map.read().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Random bytes from the kernel CSPRNG, fetched 4 KiB at a time.
+struct RandomPool {
+    buf: Box<[u8; 4096]>,
+    pos: usize,
+}
+
+impl Default for RandomPool {
+    fn default() -> Self {
+        Self { buf: Box::new([0; 4096]), pos: 4096 }
+    }
+}
+
+impl RandomPool {
+    fn next_u32(&mut self) -> u32 {
+        if self.pos + 4 > self.buf.len() {
+            fill_random(&mut self.buf[..]);
+            self.pos = 0;
+        }
+        let b = &self.buf[self.pos..self.pos + 4];
+        self.pos += 4;
+        u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+/// Fill `buf` from `getrandom(2)`.
+pub fn fill_random(buf: &mut [u8]) {
+    let mut done = 0;
+    while done < buf.len() {
+        match rustix::rand::getrandom(&mut buf[done..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            // getrandom(2) cannot fail on Linux ≥ 3.17 once the pool is initialised; a
+            // failure here means a broken system and tokens must not fall back to weak values.
+            Err(e) => panic!("getrandom failed: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new(base: usize, len: usize, flags: MrFlags) -> NewRegistration {
+        NewRegistration { base, len, flags, kind: Kind::Region, parent: None, keepalive: None }
+    }
+
+    #[test]
+    fn tokens_are_unique_and_checked_fully() {
+        let t = Table::new();
+        let a = t.insert(new(0x1000, 100, MrFlags::ALLOW_REMOTE_WRITE));
+        let b = t.insert(new(0x1000, 100, MrFlags::ALLOW_REMOTE_READ));
+        assert_ne!(a.token >> 8, b.token >> 8);
+        assert!(t.lookup(a.token).is_some());
+        assert!(t.lookup(a.token ^ 1).is_none(), "wrong key");
+        t.remove(a.token);
+        assert!(t.lookup(a.token).is_none());
+        assert_eq!(a.check(0x1000, 1, Access::RemoteWrite), Err(AccessError::InvalidToken));
+    }
+
+    #[test]
+    fn bounds_rights_and_wrap() {
+        let t = Table::new();
+        let r = t.insert(new(0x1000, 0x100, MrFlags::ALLOW_REMOTE_READ));
+        assert_eq!(r.check(0x1000, 0x100, Access::RemoteRead), Ok(()));
+        assert_eq!(r.check(0xFFF, 1, Access::RemoteRead), Err(AccessError::OutOfBounds));
+        assert_eq!(r.check(0x1000, 0x101, Access::RemoteRead), Err(AccessError::OutOfBounds));
+        assert_eq!(r.check(0x1000, 1, Access::RemoteWrite), Err(AccessError::NoRights));
+        assert_eq!(r.check(u64::MAX, 2, Access::RemoteRead), Err(AccessError::Wrap));
+        assert_eq!(r.check(0, 0, Access::RemoteRead), Ok(()), "zero length: no bounds check");
+    }
+}

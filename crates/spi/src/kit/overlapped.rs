@@ -1,0 +1,308 @@
+//! The overlapped-request model (`IND2Overlapped`, `nd-reference.md` §2.3, §6.4, §6.5) in Rust form.
+//!
+//! Every asynchronous ND method returns an [`Overlapped`]: a handle to one request that the caller
+//! can poll ([`Overlapped::get_overlapped_result`] with `wait = false` gives `ND_PENDING`), block on
+//! (`wait = true`), or await (it is a [`Future`]). The provider keeps an [`OvCompleter`] and fills in
+//! the final status exactly once.
+//!
+//! ND's rule G6 says "whenever a completion may be expected, return `ND_PENDING` and deliver the
+//! completion": here an operation that finishes at once simply returns an `Overlapped` that is
+//! already complete, which serves both the synchronous and the pending client styles.
+//!
+//! Progress: this crate has no threads. A waiting caller drives the provider's I/O itself through
+//! the [`Driver`] it was given, so a blocked `wait` needs one wake-up per event.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use crate::{Error, Result, Status};
+
+/// How a provider makes progress on behalf of a waiting caller.
+///
+/// Implemented by each provider's I/O engine (one per adapter).
+pub trait Driver: Send + Sync + fmt::Debug {
+    /// Make whatever progress is possible without blocking (read sockets, place data, complete
+    /// requests). Spurious calls are harmless.
+    fn progress(&self);
+
+    /// Block the calling thread until something may have changed: I/O became ready or another
+    /// thread completed a request (see [`Driver::notify`]), or `timeout` passed. The caller re-checks
+    /// its condition afterwards, so spurious returns are allowed; it must never spin.
+    fn wait(&self, timeout: Option<Duration>);
+
+    /// A request completed or a notification fired: wake threads blocked in [`Driver::wait`] and
+    /// signal the adapter's overlapped descriptor.
+    fn notify(&self);
+}
+
+struct OvState {
+    status: AtomicI32,
+    waker: Mutex<Option<Waker>>,
+    driver: Arc<dyn Driver>,
+}
+
+/// One asynchronous ND request: the Rust form of an `OVERLAPPED` the provider completes.
+///
+/// Cloning gives another handle to the same request.
+#[derive(Clone)]
+pub struct Overlapped {
+    state: Arc<OvState>,
+}
+
+/// The provider's side of an [`Overlapped`]: completes it exactly once.
+pub struct OvCompleter {
+    state: Arc<OvState>,
+}
+
+impl Overlapped {
+    /// A new pending request and the completer the provider keeps.
+    pub fn pending(driver: Arc<dyn Driver>) -> (Self, OvCompleter) {
+        let state = Arc::new(OvState {
+            status: AtomicI32::new(Status::PENDING.0),
+            waker: Mutex::new(None),
+            driver,
+        });
+        (Self { state: state.clone() }, OvCompleter { state })
+    }
+
+    /// A request that finished immediately with `status`.
+    pub fn completed(driver: Arc<dyn Driver>, status: Status) -> Self {
+        let (ov, c) = Self::pending(driver);
+        c.complete(status);
+        ov
+    }
+
+    /// The current status: `ND_PENDING` while in progress, then the final status.
+    pub fn status(&self) -> Status {
+        Status(self.state.status.load(Ordering::Acquire))
+    }
+
+    /// True once the final status is known.
+    pub fn is_complete(&self) -> bool {
+        self.status() != Status::PENDING
+    }
+
+    /// `IND2Overlapped::GetOverlappedResult`: the final status of the request.
+    ///
+    /// With `wait = false` an unfinished request gives `Err` with `ND_PENDING` (see
+    /// [`Error::is_pending`]). With `wait = true` the call drives the provider's I/O and blocks until
+    /// the request completes. `Ok(())` means `ND_SUCCESS`; every other final status is an `Err`
+    /// carrying it exactly (for example `ND_CANCELED` after `cancel_overlapped_requests`).
+    pub fn get_overlapped_result(&self, wait: bool) -> Result<()> {
+        if wait {
+            self.wait()
+        } else {
+            if !self.is_complete() {
+                self.state.driver.progress();
+            }
+            Error::check(self.status())
+        }
+    }
+
+    /// Block until the request completes, driving I/O; the same as
+    /// `get_overlapped_result(true)`.
+    pub fn wait(&self) -> Result<()> {
+        self.wait_timeout(None).unwrap_or(Err(Error::PENDING))
+    }
+
+    /// Block at most `timeout` (forever with `None`). `None` is returned if it is still pending.
+    pub fn wait_timeout(&self, timeout: Option<Duration>) -> Option<Result<()>> {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        loop {
+            if self.is_complete() {
+                return Some(Error::check(self.status()));
+            }
+            self.state.driver.progress();
+            if self.is_complete() {
+                return Some(Error::check(self.status()));
+            }
+            let left = match deadline {
+                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return None,
+                },
+                None => None,
+            };
+            self.state.driver.wait(left);
+        }
+    }
+
+    /// The final result if the request has completed, without driving I/O.
+    pub fn try_result(&self) -> Option<Result<()>> {
+        self.is_complete().then(|| Error::check(self.status()))
+    }
+}
+
+impl fmt::Debug for Overlapped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Overlapped").field("status", &self.status()).finish()
+    }
+}
+
+/// Awaiting an `Overlapped` yields its final result.
+///
+/// The future drives the provider once per poll and registers its waker; it is woken when the
+/// request completes. Something must make progress while it sleeps: another thread using the
+/// adapter, or a reactor watching the adapter's overlapped descriptor (`Adapter::fd`) that calls
+/// `Adapter::progress` when it is readable.
+impl Future for Overlapped {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(r) = self.try_result() {
+            return Poll::Ready(r);
+        }
+        self.state.driver.progress();
+        {
+            let mut w = self.state.waker.lock().unwrap_or_else(|e| e.into_inner());
+            match &mut *w {
+                Some(old) if old.will_wake(cx.waker()) => {}
+                slot => *slot = Some(cx.waker().clone()),
+            }
+        }
+        // Re-check after registering so a completion between the check and the registration is
+        // not missed.
+        match self.try_result() {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl OvCompleter {
+    /// Set the final status (anything but `ND_PENDING`). Only the first call has an effect;
+    /// returns whether this call completed the request.
+    pub fn complete(&self, status: Status) -> bool {
+        debug_assert!(status != Status::PENDING);
+        let done = self
+            .state
+            .status
+            .compare_exchange(Status::PENDING.0, status.0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if done {
+            let waker = self.state.waker.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(w) = waker {
+                w.wake();
+            }
+            self.state.driver.notify();
+        }
+        done
+    }
+
+    /// Whether the request is still pending.
+    pub fn is_pending(&self) -> bool {
+        self.state.status.load(Ordering::Acquire) == Status::PENDING.0
+    }
+
+    /// A user handle to the same request.
+    pub fn handle(&self) -> Overlapped {
+        Overlapped { state: self.state.clone() }
+    }
+}
+
+impl fmt::Debug for OvCompleter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OvCompleter").field("status", &Status(self.state.status.load(Ordering::Acquire))).finish()
+    }
+}
+
+/// The pending overlapped requests of one object, in issue order, so that
+/// `CancelOverlappedRequests` completes them FIFO (`nd-reference.md` R-CANCEL-1).
+#[derive(Debug, Default)]
+pub struct PendingRequests<K> {
+    list: Vec<(K, OvCompleter)>,
+}
+
+impl<K: Copy + PartialEq> PendingRequests<K> {
+    /// An empty list.
+    pub const fn new() -> Self {
+        Self { list: Vec::new() }
+    }
+
+    /// Remember a pending request of kind `kind`.
+    pub fn push(&mut self, kind: K, c: OvCompleter) {
+        self.list.retain(|(_, c)| c.is_pending());
+        self.list.push((kind, c));
+    }
+
+    /// Complete the oldest pending request of `kind` with `status`; false if there is none.
+    pub fn complete_first(&mut self, kind: K, status: Status) -> bool {
+        self.list.retain(|(_, c)| c.is_pending());
+        if let Some(i) = self.list.iter().position(|(k, _)| *k == kind) {
+            let (_, c) = self.list.remove(i);
+            c.complete(status);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Complete every pending request of `kind` with `status`, oldest first.
+    pub fn complete_all(&mut self, kind: K, status: Status) -> usize {
+        let mut n = 0;
+        self.list.retain(|(k, c)| {
+            if *k == kind {
+                n += usize::from(c.complete(status));
+                false
+            } else {
+                c.is_pending()
+            }
+        });
+        n
+    }
+
+    /// Whether a request of `kind` is pending.
+    pub fn has(&self, kind: K) -> bool {
+        self.list.iter().any(|(k, c)| *k == kind && c.is_pending())
+    }
+
+    /// Complete everything with `ND_CANCELED`, oldest first; returns how many were canceled.
+    pub fn cancel_all(&mut self) -> usize {
+        let n = self.list.iter().filter(|(_, c)| c.complete(Status::CANCELED)).count();
+        self.list.clear();
+        n
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A driver with nothing to drive, for tests.
+    #[derive(Debug, Default)]
+    pub(crate) struct NullDriver;
+    impl Driver for NullDriver {
+        fn progress(&self) {}
+        fn wait(&self, timeout: Option<Duration>) {
+            std::thread::sleep(timeout.unwrap_or(Duration::from_millis(1)).min(Duration::from_millis(1)));
+        }
+        fn notify(&self) {}
+    }
+
+    #[test]
+    fn pending_then_complete() {
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        assert!(ov.get_overlapped_result(false).unwrap_err().is_pending());
+        assert!(c.complete(Status::CANCELED));
+        assert!(!c.complete(Status::SUCCESS), "second completion is ignored");
+        assert_eq!(ov.get_overlapped_result(true).unwrap_err().status(), Status::CANCELED);
+    }
+
+    #[test]
+    fn cancel_is_fifo() {
+        let d: Arc<dyn Driver> = Arc::new(NullDriver);
+        let mut p = PendingRequests::new();
+        let (a, ca) = Overlapped::pending(d.clone());
+        let (b, cb) = Overlapped::pending(d);
+        p.push(1u8, ca);
+        p.push(2u8, cb);
+        assert_eq!(p.cancel_all(), 2);
+        assert_eq!(a.status(), Status::CANCELED);
+        assert_eq!(b.status(), Status::CANCELED);
+    }
+}

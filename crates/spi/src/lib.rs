@@ -1,0 +1,18 @@
+//! The netdirect provider interface (SPI).
+//!
+//! This crate defines what a NetworkDirect v2 provider implements ([`traits`]), the ND vocabulary
+//! both sides share ([`Status`], [`Error`], flags and structures), and a [`kit`] of building blocks
+//! the software providers reuse. Applications use the `netdirect` crate, which sits on top of
+//! this one; providers (`netdirect-tcp`, `netdirect-shm`) implement it.
+
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+mod error;
+pub mod kit;
+mod status;
+pub mod traits;
+mod types;
+
+pub use error::{fail, Error, Result};
+pub use status::Status;
+pub use types::*;
