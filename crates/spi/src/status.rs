@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn display_names_and_meaning() {
         let s = Status::CANCELED.to_string();
-        assert_eq!(s, "ND_CANCELED (0xC0000120): the request was canceled or flushed");
+        assert_eq!(
+            s,
+            "ND_CANCELED (0xC0000120): the request was canceled or flushed"
+        );
         assert_eq!(format!("{:?}", Status(0x1234)), "Status(0x00001234)");
         let mut seen = std::collections::HashSet::new();
         for s in Status::ALL {

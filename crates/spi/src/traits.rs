@@ -66,7 +66,12 @@ pub trait Adapter: Send + Sync + Debug {
     /// Drive the adapter's I/O once, without blocking.
     fn progress(&self);
     /// `CreateCompletionQueue`.
-    fn create_completion_queue(&self, depth: u32, group: u16, affinity: usize) -> Result<Arc<dyn CompletionQueue>>;
+    fn create_completion_queue(
+        &self,
+        depth: u32,
+        group: u16,
+        affinity: usize,
+    ) -> Result<Arc<dyn CompletionQueue>>;
     /// `CreateMemoryRegion`: an empty region; `register` comes later.
     fn create_memory_region(&self) -> Result<Arc<dyn MemoryRegion>>;
     /// `CreateMemoryWindow`: starts invalidated.
@@ -187,18 +192,37 @@ pub trait QueuePair: Send + Sync + Debug {
         flags: OpFlags,
     ) -> Result<()>;
     /// `Invalidate` a window.
-    fn invalidate(&self, context: u64, window: &Arc<dyn MemoryWindow>, flags: OpFlags) -> Result<()>;
+    fn invalidate(
+        &self,
+        context: u64,
+        window: &Arc<dyn MemoryWindow>,
+        flags: OpFlags,
+    ) -> Result<()>;
     /// `Read` into the SGEs from the peer's `remote_address` under `remote_token`.
     ///
     /// # Safety
     /// The memory the SGEs name must not be accessed until the Read completes.
-    unsafe fn read(&self, context: u64, sge: &[Sge], remote_address: u64, remote_token: u32, flags: OpFlags) -> Result<()>;
+    unsafe fn read(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()>;
     /// `Write` the SGEs to the peer's `remote_address` under `remote_token`.
     ///
     /// # Safety
     /// Unless `INLINE` is set, the memory the SGEs name must not be written until the Write
     /// completes.
-    unsafe fn write(&self, context: u64, sge: &[Sge], remote_address: u64, remote_token: u32, flags: OpFlags) -> Result<()>;
+    unsafe fn write(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()>;
 }
 
 /// `IND2Connector`.
@@ -208,11 +232,22 @@ pub trait Connector: Send + Sync + Debug {
     /// `Bind` to a local address (port 0: the provider picks one in 49152–65535).
     fn bind(&self, addr: SocketAddr) -> Result<()>;
     /// `Connect` `qp` to `dest`.
-    fn connect(&self, qp: &Arc<dyn QueuePair>, dest: SocketAddr, limits: ReadLimits, private_data: &[u8]) -> Result<Overlapped>;
+    fn connect(
+        &self,
+        qp: &Arc<dyn QueuePair>,
+        dest: SocketAddr,
+        limits: ReadLimits,
+        private_data: &[u8],
+    ) -> Result<Overlapped>;
     /// `CompleteConnect`.
     fn complete_connect(&self) -> Result<Overlapped>;
     /// `Accept` a request received through `Listener::get_connection_request`.
-    fn accept(&self, qp: &Arc<dyn QueuePair>, limits: ReadLimits, private_data: &[u8]) -> Result<Overlapped>;
+    fn accept(
+        &self,
+        qp: &Arc<dyn QueuePair>,
+        limits: ReadLimits,
+        private_data: &[u8],
+    ) -> Result<Overlapped>;
     /// `Reject` (passive side instead of Accept, or active side instead of CompleteConnect).
     fn reject(&self, private_data: &[u8]) -> Result<()>;
     /// `GetReadLimits`, from the caller's point of view.

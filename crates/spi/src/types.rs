@@ -159,7 +159,11 @@ unsafe impl Sync for Sge {}
 impl Sge {
     /// Describe `len` bytes at `buffer`, registered under `token`.
     pub const fn new(buffer: *mut u8, len: u32, token: u32) -> Self {
-        Self { buffer, buffer_length: len, memory_region_token: token }
+        Self {
+            buffer,
+            buffer_length: len,
+            memory_region_token: token,
+        }
     }
 }
 

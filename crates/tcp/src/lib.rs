@@ -1,1 +1,101 @@
-//! placeholder
+//! `tcp`: a NetworkDirect v2 provider that speaks iWARP (RFC 5040 RDMAP, RFC 5041 DDP,
+//! RFC 5044 MPA with RFC 6581 enhancements) over the kernel's TCP.
+//!
+//! Applications reach it through the `netdirect` crate (`ND_PROVIDER=tcp`, the default). The
+//! wire protocol itself lives in the sans-IO `netdirect-wire` crate; this crate owns the
+//! sockets and drives the protocol:
+//!
+//! * [`engine`](crate) — one epoll set per adapter; the waiting caller drives the I/O.
+//! * `qp` — the data path: framing Sends into FPDUs, placing inbound segments.
+//! * `connector`, `listener` — connection management: TCP connect/accept, the MPA
+//!   Request/Reply exchange, the RTR that completes `Accept`.
+//!
+//! ND ports are TCP ports (an identity mapping), so a `tcp` listener is reachable by any iWARP
+//! peer that connects to that TCP port.
+
+// `unsafe` appears only where application memory is touched by address (`mem`) and in the
+// SPI's unsafe post methods, whose contracts it forwards.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod adapter;
+pub mod config;
+mod connector;
+mod cq;
+mod engine;
+mod listener;
+mod mem;
+mod mr;
+mod qp;
+mod sockets;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use netdirect_spi::traits;
+use netdirect_spi::{fail, Result, Status};
+
+pub use adapter::ADAPTER_ID;
+
+/// The provider object.
+#[derive(Debug, Default)]
+pub struct TcpProvider;
+
+impl TcpProvider {
+    /// The provider.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+/// Every address of this host (loopback included), with port 0.
+pub(crate) fn local_addresses() -> Result<Vec<SocketAddr>> {
+    let mut v: Vec<SocketAddr> = if_addrs::get_if_addrs()
+        .map_err(|_| netdirect_spi::Error::new(Status::INSUFFICIENT_RESOURCES))?
+        .into_iter()
+        .map(|i| SocketAddr::new(i.ip(), 0))
+        .collect();
+    for lo in [
+        IpAddr::from([127, 0, 0, 1]),
+        IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+    ] {
+        if !v.iter().any(|a| a.ip() == lo) {
+            v.push(SocketAddr::new(lo, 0));
+        }
+    }
+    v.sort_by_key(|a| (a.is_ipv6(), a.ip()));
+    v.dedup();
+    Ok(v)
+}
+
+/// Whether `ip` is served: a local address, or any address in 127.0.0.0/8.
+pub(crate) fn is_local(ip: IpAddr) -> bool {
+    if ip.is_loopback() {
+        return true;
+    }
+    local_addresses().is_ok_and(|l| l.iter().any(|a| a.ip() == ip))
+}
+
+impl traits::Provider for TcpProvider {
+    fn name(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn query_address_list(&self) -> Result<Vec<SocketAddr>> {
+        local_addresses()
+    }
+
+    fn resolve_address(&self, addr: &SocketAddr) -> Result<u64> {
+        if is_local(addr.ip()) {
+            Ok(ADAPTER_ID)
+        } else {
+            fail(Status::INVALID_ADDRESS)
+        }
+    }
+
+    fn open_adapter(&self, adapter_id: u64) -> Result<Arc<dyn traits::Adapter>> {
+        if adapter_id != ADAPTER_ID {
+            return fail(Status::INVALID_PARAMETER);
+        }
+        Ok(adapter::TcpAdapter::open()?)
+    }
+}

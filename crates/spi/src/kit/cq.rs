@@ -1,22 +1,15 @@
 //! A completion queue that software providers share (`IND2CompletionQueue`, `nd-reference.md` §2.5).
 //!
-//! [`CqCore`] holds the completions, the notification state and the list of queue pairs that
-//! complete into it. `get_results` drives those queue pairs' I/O itself when the queue is empty,
-//! so a busy-polling caller needs no helper thread: the poll *is* the progress.
+//! [`CqCore`] holds the completions and the notification state. `get_results` drives the
+//! provider's I/O itself (through the adapter's [`Driver`]) when the queue is empty, so a
+//! busy-polling caller needs no helper thread: the poll *is* the progress.
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::kit::overlapped::{Driver, Overlapped, PendingRequests};
 use crate::{Error, NdResult, NotifyType, Result, Status};
-
-/// Something whose I/O a completion queue can drive: a provider's queue pair.
-pub trait ProgressSource: Send + Sync {
-    /// Make whatever progress is possible without blocking. Must not be called with the CQ's
-    /// lock held (the source pushes completions into the CQ).
-    fn progress(&self);
-}
 
 #[derive(Debug, Default)]
 struct Triggers {
@@ -42,14 +35,16 @@ struct Inner {
 /// A software completion queue.
 pub struct CqCore {
     inner: Mutex<Inner>,
-    sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
     driver: Arc<dyn Driver>,
 }
 
 impl fmt::Debug for CqCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let i = self.lock();
-        f.debug_struct("CqCore").field("depth", &i.depth).field("queued", &i.entries.len()).finish()
+        f.debug_struct("CqCore")
+            .field("depth", &i.depth)
+            .field("queued", &i.entries.len())
+            .finish()
     }
 }
 
@@ -72,7 +67,6 @@ impl CqCore {
                 armed: None,
                 waiters: PendingRequests::new(),
             }),
-            sources: RwLock::new(Vec::new()),
             driver,
         }
     }
@@ -84,13 +78,6 @@ impl CqCore {
     /// The driver of the adapter this CQ belongs to.
     pub fn driver(&self) -> &Arc<dyn Driver> {
         &self.driver
-    }
-
-    /// Register a queue pair whose I/O `get_results` should drive.
-    pub fn attach(&self, source: Weak<dyn ProgressSource>) {
-        let mut s = self.sources.write().unwrap_or_else(|e| e.into_inner());
-        s.retain(|w| w.strong_count() > 0);
-        s.push(source);
     }
 
     /// Queue one completion. Never fails: beyond the depth the CQ enters the overrun state, which
@@ -114,7 +101,11 @@ impl CqCore {
             None => false,
         } || (i.armed.is_some() && i.overrun);
         if fires {
-            let status = if i.overrun { Status::BUFFER_OVERFLOW } else { Status::SUCCESS };
+            let status = if i.overrun {
+                Status::BUFFER_OVERFLOW
+            } else {
+                Status::SUCCESS
+            };
             i.armed = None;
             i.waiters.complete_all((), status);
             // The entry that fired a notification cannot fire a later one.
@@ -128,8 +119,9 @@ impl CqCore {
 
     /// `GetResults`: move up to `out.len()` completions into `out`; returns how many.
     ///
-    /// When the queue is empty this first drives the attached queue pairs' I/O (non-blocking), so
-    /// a caller that polls makes progress itself.
+    /// When the queue is empty this first drives the adapter's I/O (non-blocking, through the
+    /// [`Driver`]), so a caller that polls makes progress itself. Must not be called from inside
+    /// the driver.
     pub fn get_results(&self, out: &mut [NdResult]) -> usize {
         if out.is_empty() {
             return 0;
@@ -138,7 +130,7 @@ impl CqCore {
         if n > 0 {
             return n;
         }
-        self.progress_sources();
+        self.driver.progress();
         self.take(out)
     }
 
@@ -153,16 +145,6 @@ impl CqCore {
             i.triggers = Triggers::default();
         }
         n
-    }
-
-    /// Drive the I/O of every attached queue pair once.
-    pub fn progress_sources(&self) {
-        let sources = self.sources.read().unwrap_or_else(|e| e.into_inner());
-        for s in sources.iter() {
-            if let Some(s) = s.upgrade() {
-                s.progress();
-            }
-        }
     }
 
     /// `Notify`: arm the queue. Completes at once when an entry that qualifies arrived after the
@@ -252,7 +234,13 @@ mod tests {
     use crate::RequestType;
 
     fn r(status: Status) -> NdResult {
-        NdResult { status, bytes_transferred: 0, qp_context: 1, request_context: 2, request_type: RequestType::Send }
+        NdResult {
+            status,
+            bytes_transferred: 0,
+            qp_context: 1,
+            request_context: 2,
+            request_type: RequestType::Send,
+        }
     }
 
     #[test]
@@ -291,7 +279,10 @@ mod tests {
         let b = cq.notify(NotifyType::Any);
         assert!(!a.is_complete() && !b.is_complete());
         cq.push(r(Status::SUCCESS), PushKind::default());
-        assert!(a.is_complete() && b.is_complete(), "ANY upgraded the SOLICITED request");
+        assert!(
+            a.is_complete() && b.is_complete(),
+            "ANY upgraded the SOLICITED request"
+        );
     }
 
     #[test]
@@ -301,7 +292,10 @@ mod tests {
         assert_eq!(cq.resize(0).unwrap_err().status(), Status::BUFFER_OVERFLOW);
         cq.push(r(Status::SUCCESS), PushKind::default());
         assert_eq!(cq.len(), 2, "nothing is lost");
-        assert_eq!(cq.notify(NotifyType::Any).try_result(), Some(Err(Error::new(Status::BUFFER_OVERFLOW))));
+        assert_eq!(
+            cq.notify(NotifyType::Any).try_result(),
+            Some(Err(Error::new(Status::BUFFER_OVERFLOW)))
+        );
     }
 
     #[test]

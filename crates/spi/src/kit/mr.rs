@@ -155,7 +155,10 @@ pub struct NewRegistration {
 
 impl fmt::Debug for NewRegistration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NewRegistration").field("base", &self.base).field("len", &self.len).finish()
+        f.debug_struct("NewRegistration")
+            .field("base", &self.base)
+            .field("len", &self.len)
+            .finish()
     }
 }
 
@@ -194,7 +197,9 @@ impl Table {
     /// The live registration with exactly this token (index and key).
     pub fn lookup(&self, token: u32) -> Option<Arc<Registration>> {
         let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-        map.get(&(token >> 8)).filter(|r| r.token == token && r.is_valid()).cloned()
+        map.get(&(token >> 8))
+            .filter(|r| r.token == token && r.is_valid())
+            .cloned()
     }
 
     /// Remove and invalidate the registration with this token.
@@ -228,7 +233,10 @@ struct RandomPool {
 
 impl Default for RandomPool {
     fn default() -> Self {
-        Self { buf: Box::new([0; 4096]), pos: 4096 }
+        Self {
+            buf: Box::new([0; 4096]),
+            pos: 4096,
+        }
     }
 }
 
@@ -263,7 +271,14 @@ mod tests {
     use super::*;
 
     fn new(base: usize, len: usize, flags: MrFlags) -> NewRegistration {
-        NewRegistration { base, len, flags, kind: Kind::Region, parent: None, keepalive: None }
+        NewRegistration {
+            base,
+            len,
+            flags,
+            kind: Kind::Region,
+            parent: None,
+            keepalive: None,
+        }
     }
 
     #[test]
@@ -276,7 +291,10 @@ mod tests {
         assert!(t.lookup(a.token ^ 1).is_none(), "wrong key");
         t.remove(a.token);
         assert!(t.lookup(a.token).is_none());
-        assert_eq!(a.check(0x1000, 1, Access::RemoteWrite), Err(AccessError::InvalidToken));
+        assert_eq!(
+            a.check(0x1000, 1, Access::RemoteWrite),
+            Err(AccessError::InvalidToken)
+        );
     }
 
     #[test]
@@ -284,10 +302,26 @@ mod tests {
         let t = Table::new();
         let r = t.insert(new(0x1000, 0x100, MrFlags::ALLOW_REMOTE_READ));
         assert_eq!(r.check(0x1000, 0x100, Access::RemoteRead), Ok(()));
-        assert_eq!(r.check(0xFFF, 1, Access::RemoteRead), Err(AccessError::OutOfBounds));
-        assert_eq!(r.check(0x1000, 0x101, Access::RemoteRead), Err(AccessError::OutOfBounds));
-        assert_eq!(r.check(0x1000, 1, Access::RemoteWrite), Err(AccessError::NoRights));
-        assert_eq!(r.check(u64::MAX, 2, Access::RemoteRead), Err(AccessError::Wrap));
-        assert_eq!(r.check(0, 0, Access::RemoteRead), Ok(()), "zero length: no bounds check");
+        assert_eq!(
+            r.check(0xFFF, 1, Access::RemoteRead),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            r.check(0x1000, 0x101, Access::RemoteRead),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            r.check(0x1000, 1, Access::RemoteWrite),
+            Err(AccessError::NoRights)
+        );
+        assert_eq!(
+            r.check(u64::MAX, 2, Access::RemoteRead),
+            Err(AccessError::Wrap)
+        );
+        assert_eq!(
+            r.check(0, 0, Access::RemoteRead),
+            Ok(()),
+            "zero length: no bounds check"
+        );
     }
 }

@@ -67,7 +67,12 @@ impl Overlapped {
             waker: Mutex::new(None),
             driver,
         });
-        (Self { state: state.clone() }, OvCompleter { state })
+        (
+            Self {
+                state: state.clone(),
+            },
+            OvCompleter { state },
+        )
     }
 
     /// A request that finished immediately with `status`.
@@ -140,7 +145,9 @@ impl Overlapped {
 
 impl fmt::Debug for Overlapped {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Overlapped").field("status", &self.status()).finish()
+        f.debug_struct("Overlapped")
+            .field("status", &self.status())
+            .finish()
     }
 }
 
@@ -182,10 +189,20 @@ impl OvCompleter {
         let done = self
             .state
             .status
-            .compare_exchange(Status::PENDING.0, status.0, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                Status::PENDING.0,
+                status.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_ok();
         if done {
-            let waker = self.state.waker.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let waker = self
+                .state
+                .waker
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
             if let Some(w) = waker {
                 w.wake();
             }
@@ -201,13 +218,17 @@ impl OvCompleter {
 
     /// A user handle to the same request.
     pub fn handle(&self) -> Overlapped {
-        Overlapped { state: self.state.clone() }
+        Overlapped {
+            state: self.state.clone(),
+        }
     }
 }
 
 impl fmt::Debug for OvCompleter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OvCompleter").field("status", &Status(self.state.status.load(Ordering::Acquire))).finish()
+        f.debug_struct("OvCompleter")
+            .field("status", &Status(self.state.status.load(Ordering::Acquire)))
+            .finish()
     }
 }
 
@@ -263,7 +284,11 @@ impl<K: Copy + PartialEq> PendingRequests<K> {
 
     /// Complete everything with `ND_CANCELED`, oldest first; returns how many were canceled.
     pub fn cancel_all(&mut self) -> usize {
-        let n = self.list.iter().filter(|(_, c)| c.complete(Status::CANCELED)).count();
+        let n = self
+            .list
+            .iter()
+            .filter(|(_, c)| c.complete(Status::CANCELED))
+            .count();
         self.list.clear();
         n
     }
@@ -279,7 +304,11 @@ pub(crate) mod tests {
     impl Driver for NullDriver {
         fn progress(&self) {}
         fn wait(&self, timeout: Option<Duration>) {
-            std::thread::sleep(timeout.unwrap_or(Duration::from_millis(1)).min(Duration::from_millis(1)));
+            std::thread::sleep(
+                timeout
+                    .unwrap_or(Duration::from_millis(1))
+                    .min(Duration::from_millis(1)),
+            );
         }
         fn notify(&self) {}
     }
@@ -290,7 +319,10 @@ pub(crate) mod tests {
         assert!(ov.get_overlapped_result(false).unwrap_err().is_pending());
         assert!(c.complete(Status::CANCELED));
         assert!(!c.complete(Status::SUCCESS), "second completion is ignored");
-        assert_eq!(ov.get_overlapped_result(true).unwrap_err().status(), Status::CANCELED);
+        assert_eq!(
+            ov.get_overlapped_result(true).unwrap_err().status(),
+            Status::CANCELED
+        );
     }
 
     #[test]

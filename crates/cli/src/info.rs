@@ -1,0 +1,150 @@
+//! `nd info`: what ndadapterinfo and ndcat print, for every provider.
+
+use netdirect::{AdapterFlags, Provider, ND_VERSION_2};
+
+/// Arguments of `nd info`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Only this provider.
+    #[arg(long, short = 'p')]
+    provider: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn flag_names(f: AdapterFlags) -> Vec<String> {
+    let mut v: Vec<String> = f
+        .iter_names()
+        .map(|(n, _)| format!("ND_ADAPTER_FLAG_{n}"))
+        .collect();
+    let unknown = f.bits() & !AdapterFlags::all().bits();
+    if unknown != 0 {
+        v.push(format!("{unknown:08x}"));
+    }
+    v
+}
+
+pub(crate) fn run(args: &Args) -> Result<(), String> {
+    let providers = match &args.provider {
+        Some(p) => vec![Provider::open(p).map_err(|e| format!("provider {p}: {e}"))?],
+        None => Provider::all(),
+    };
+    let mut json = Vec::new();
+    for p in providers {
+        let addrs = p.query_address_list().map_err(|e| e.to_string())?;
+        let mut adapters = std::collections::BTreeMap::new();
+        for a in &addrs {
+            if let Ok(id) = p.resolve_address(*a) {
+                adapters.entry(id).or_insert_with(Vec::new).push(*a);
+            }
+        }
+        if !args.json {
+            println!("provider {}", p.name());
+        }
+        for (id, addrs) in adapters {
+            let adapter = p.open_adapter(id).map_err(|e| e.to_string())?;
+            let i = adapter.query();
+            if args.json {
+                json.push(serde_json::json!({
+                    "provider": p.name(),
+                    "addresses": addrs.iter().map(|a| a.ip().to_string()).collect::<Vec<_>>(),
+                    "InfoVersion": i.info_version, "VendorId": i.vendor_id, "DeviceId": i.device_id,
+                    "AdapterId": i.adapter_id, "MaxRegistrationSize": i.max_registration_size,
+                    "MaxWindowSize": i.max_window_size, "MaxInitiatorSge": i.max_initiator_sge,
+                    "MaxReceiveSge": i.max_receive_sge, "MaxReadSge": i.max_read_sge,
+                    "MaxTransferLength": i.max_transfer_length, "MaxInlineDataSize": i.max_inline_data_size,
+                    "MaxInboundReadLimit": i.max_inbound_read_limit, "MaxOutboundReadLimit": i.max_outbound_read_limit,
+                    "MaxReceiveQueueDepth": i.max_receive_queue_depth, "MaxInitiatorQueueDepth": i.max_initiator_queue_depth,
+                    "MaxSharedReceiveQueueDepth": i.max_shared_receive_queue_depth,
+                    "MaxCompletionQueueDepth": i.max_completion_queue_depth,
+                    "InlineRequestThreshold": i.inline_request_threshold, "LargeRequestThreshold": i.large_request_threshold,
+                    "MaxCallerData": i.max_caller_data, "MaxCalleeData": i.max_callee_data,
+                    "AdapterFlags": flag_names(i.adapter_flags),
+                }));
+                continue;
+            }
+            println!(
+                "  adapter {:#018x} serving {}",
+                id,
+                addrs
+                    .iter()
+                    .map(|a| a.ip().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let rows: [(&str, String); 21] = [
+                (
+                    "InfoVersion",
+                    format!(
+                        "{} ({})",
+                        i.info_version,
+                        if i.info_version == ND_VERSION_2 {
+                            "ND_VERSION_2"
+                        } else {
+                            "?"
+                        }
+                    ),
+                ),
+                ("VendorId", i.vendor_id.to_string()),
+                ("DeviceId", i.device_id.to_string()),
+                ("AdapterId", format!("0x{:08x}", i.adapter_id)),
+                ("MaxRegistrationSize", i.max_registration_size.to_string()),
+                ("MaxWindowSize", i.max_window_size.to_string()),
+                ("MaxInitiatorSge", i.max_initiator_sge.to_string()),
+                ("MaxReceiveSge", i.max_receive_sge.to_string()),
+                ("MaxReadSge", i.max_read_sge.to_string()),
+                ("MaxTransferLength", i.max_transfer_length.to_string()),
+                ("MaxInlineDataSize", i.max_inline_data_size.to_string()),
+                ("MaxInboundReadLimit", i.max_inbound_read_limit.to_string()),
+                (
+                    "MaxOutboundReadLimit",
+                    i.max_outbound_read_limit.to_string(),
+                ),
+                (
+                    "MaxReceiveQueueDepth",
+                    i.max_receive_queue_depth.to_string(),
+                ),
+                (
+                    "MaxInitiatorQueueDepth",
+                    i.max_initiator_queue_depth.to_string(),
+                ),
+                (
+                    "MaxSharedReceiveQueueDepth",
+                    i.max_shared_receive_queue_depth.to_string(),
+                ),
+                (
+                    "MaxCompletionQueueDepth",
+                    i.max_completion_queue_depth.to_string(),
+                ),
+                (
+                    "InlineRequestThreshold",
+                    i.inline_request_threshold.to_string(),
+                ),
+                (
+                    "LargeRequestThreshold",
+                    i.large_request_threshold.to_string(),
+                ),
+                ("MaxCallerData", i.max_caller_data.to_string()),
+                ("MaxCalleeData", i.max_callee_data.to_string()),
+            ];
+            for (k, v) in rows {
+                println!("    {k:<28} {v}");
+            }
+            println!("    AdapterFlags:");
+            for f in flag_names(i.adapter_flags) {
+                println!("\t{f}");
+            }
+        }
+        if !args.json && p.name() == "tcp" {
+            println!("  configuration:");
+            for v in netdirect::config::TCP_VARIABLES {
+                println!("    {:<28} default {:<8} {}", v.name, v.default, v.meaning);
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::Value::Array(json));
+    }
+    Ok(())
+}

@@ -1,0 +1,236 @@
+//! `IND2Adapter`: the object that creates every other object, and the argument validation the
+//! SPI documents for each creation (`ND_INVALID_PARAMETER_n`, counting `iid` as parameter 1).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+
+use netdirect_spi::traits::{self, QueuePairConfig};
+
+use crate::{
+    AdapterInfo, CompletionQueue, Connector, Error, Listener, MemoryRegion, MemoryWindow,
+    QueuePair, Result, SharedReceiveQueue, Status,
+};
+
+/// An open adapter (`IND2Adapter`).
+///
+/// Cloning is cheap and shares the adapter. Every object it creates keeps it alive.
+#[derive(Clone)]
+pub struct Adapter {
+    inner: Arc<dyn traits::Adapter>,
+    info: AdapterInfo,
+    provider: &'static str,
+}
+
+impl fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Adapter")
+            .field("provider", &self.provider)
+            .field("adapter_id", &self.info.adapter_id)
+            .finish()
+    }
+}
+
+fn check(ok: bool, param: u32) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_parameter(param))
+    }
+}
+
+impl Adapter {
+    pub(crate) fn from_spi(inner: Arc<dyn traits::Adapter>, provider: &'static str) -> Self {
+        let info = inner.query();
+        Self {
+            inner,
+            info,
+            provider,
+        }
+    }
+
+    /// The provider's name.
+    pub fn provider_name(&self) -> &'static str {
+        self.provider
+    }
+
+    /// The SPI object, for provider-level access.
+    pub fn as_spi(&self) -> &Arc<dyn traits::Adapter> {
+        &self.inner
+    }
+
+    /// `Query`: every `ND2_ADAPTER_INFO` field.
+    pub fn query(&self) -> AdapterInfo {
+        self.info
+    }
+
+    /// `QueryAddressList` for this adapter.
+    pub fn query_address_list(&self) -> Result<Vec<SocketAddr>> {
+        self.inner.query_address_list()
+    }
+
+    /// `CreateOverlappedFile`, Linux style: a descriptor that becomes readable when a request or
+    /// notification of this adapter completes, or when its I/O needs driving. Put it in your
+    /// own epoll/mio/tokio loop and call [`Adapter::progress`] when it is readable; then check
+    /// your requests (`Overlapped::try_result`). Blocking waits need none of this.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.inner.fd()
+    }
+
+    /// Drive the adapter's I/O once without blocking (for event-loop users; see [`Adapter::fd`]).
+    pub fn progress(&self) {
+        self.inner.progress();
+    }
+
+    /// `CreateCompletionQueue`: `depth` 1..=`MaxCompletionQueueDepth` (D3: the maximum itself
+    /// is allowed), else `ND_INVALID_PARAMETER_3`. `group` and `affinity` are accepted; the
+    /// software providers notify on whichever CPU drives the I/O.
+    pub fn create_completion_queue(
+        &self,
+        depth: u32,
+        group: u16,
+        affinity: usize,
+    ) -> Result<CompletionQueue> {
+        check(
+            depth > 0 && depth <= self.info.max_completion_queue_depth,
+            3,
+        )?;
+        Ok(CompletionQueue::from_spi(
+            self.inner.create_completion_queue(depth, group, affinity)?,
+        ))
+    }
+
+    /// `CreateMemoryRegion`: an empty region; register memory with it next.
+    pub fn create_memory_region(&self) -> Result<MemoryRegion> {
+        Ok(MemoryRegion::from_spi(self.inner.create_memory_region()?))
+    }
+
+    /// `CreateMemoryWindow`: starts invalidated; `QueuePair::bind` makes it valid.
+    pub fn create_memory_window(&self) -> Result<MemoryWindow> {
+        Ok(MemoryWindow::from_spi(self.inner.create_memory_window()?))
+    }
+
+    /// `CreateSharedReceiveQueue`: `ND_NOT_SUPPORTED` when `MaxSharedReceiveQueueDepth` is 0;
+    /// depth → `_3`, SGE count → `_4`.
+    pub fn create_shared_receive_queue(
+        &self,
+        depth: u32,
+        max_request_sge: u32,
+        notify_threshold: u32,
+        group: u16,
+        affinity: usize,
+    ) -> Result<SharedReceiveQueue> {
+        if self.info.max_shared_receive_queue_depth == 0 {
+            return Err(Error::new(Status::NOT_SUPPORTED));
+        }
+        check(
+            depth > 0 && depth <= self.info.max_shared_receive_queue_depth,
+            3,
+        )?;
+        check(max_request_sge <= self.info.max_receive_sge, 4)?;
+        let s = self.inner.create_shared_receive_queue(
+            depth,
+            max_request_sge,
+            notify_threshold,
+            group,
+            affinity,
+        )?;
+        Ok(SharedReceiveQueue::from_spi(s))
+    }
+
+    /// `CreateQueuePair`. Errors: receive CQ `_2`, initiator CQ `_3`, receive depth `_5`,
+    /// initiator depth `_6`, receive SGEs `_7`, initiator SGEs `_8`, inline size `_9`.
+    /// `context` comes back in every completion as `NdResult::qp_context`.
+    pub fn create_queue_pair(
+        &self,
+        receive_cq: &CompletionQueue,
+        initiator_cq: &CompletionQueue,
+        context: u64,
+        receive_queue_depth: u32,
+        initiator_queue_depth: u32,
+        max_receive_request_sge: u32,
+        max_initiator_request_sge: u32,
+        inline_data_size: u32,
+    ) -> Result<QueuePair> {
+        let i = &self.info;
+        check(
+            receive_queue_depth > 0 && receive_queue_depth <= i.max_receive_queue_depth,
+            5,
+        )?;
+        check(
+            initiator_queue_depth > 0 && initiator_queue_depth <= i.max_initiator_queue_depth,
+            6,
+        )?;
+        check(max_receive_request_sge <= i.max_receive_sge, 7)?;
+        check(max_initiator_request_sge <= i.max_initiator_sge, 8)?;
+        check(inline_data_size <= i.max_inline_data_size, 9)?;
+        let qp = self.inner.create_queue_pair(QueuePairConfig {
+            receive_cq: receive_cq.as_spi().clone(),
+            initiator_cq: initiator_cq.as_spi().clone(),
+            srq: None,
+            context,
+            receive_queue_depth,
+            initiator_queue_depth,
+            max_receive_request_sge,
+            max_initiator_request_sge,
+            inline_data_size,
+        })?;
+        Ok(QueuePair::from_spi(qp))
+    }
+
+    /// `CreateQueuePairWithSrq`. Errors: receive CQ `_2`, initiator CQ `_3`, SRQ `_4`,
+    /// initiator depth `_6`, initiator SGEs `_7`, inline size `_8`.
+    pub fn create_queue_pair_with_srq(
+        &self,
+        receive_cq: &CompletionQueue,
+        initiator_cq: &CompletionQueue,
+        srq: &SharedReceiveQueue,
+        context: u64,
+        initiator_queue_depth: u32,
+        max_initiator_request_sge: u32,
+        inline_data_size: u32,
+    ) -> Result<QueuePair> {
+        let i = &self.info;
+        if i.max_shared_receive_queue_depth == 0 {
+            return Err(Error::new(Status::NOT_SUPPORTED));
+        }
+        check(
+            initiator_queue_depth > 0 && initiator_queue_depth <= i.max_initiator_queue_depth,
+            6,
+        )?;
+        check(max_initiator_request_sge <= i.max_initiator_sge, 7)?;
+        check(inline_data_size <= i.max_inline_data_size, 8)?;
+        let qp = self.inner.create_queue_pair(QueuePairConfig {
+            receive_cq: receive_cq.as_spi().clone(),
+            initiator_cq: initiator_cq.as_spi().clone(),
+            srq: Some(srq.as_spi().clone()),
+            context,
+            receive_queue_depth: 0,
+            initiator_queue_depth,
+            max_receive_request_sge: 0,
+            max_initiator_request_sge,
+            inline_data_size,
+        })?;
+        Ok(QueuePair::from_spi(qp))
+    }
+
+    /// `CreateConnector`.
+    pub fn create_connector(&self) -> Result<Connector> {
+        Ok(Connector::from_spi(
+            self.inner.create_connector()?,
+            self.info,
+        ))
+    }
+
+    /// `CreateListener`.
+    pub fn create_listener(&self) -> Result<Listener> {
+        Ok(Listener::from_spi(self.inner.create_listener()?))
+    }
+}
+
+impl AsFd for Adapter {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd()
+    }
+}

@@ -1,0 +1,130 @@
+//! `IND2CompletionQueue` and `IND2SharedReceiveQueue`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use netdirect_spi::traits;
+
+use crate::{NdResult, NotifyType, Overlapped, Result, Sge};
+
+/// A completion queue (`IND2CompletionQueue`).
+#[derive(Clone)]
+pub struct CompletionQueue {
+    inner: Arc<dyn traits::CompletionQueue>,
+}
+
+impl fmt::Debug for CompletionQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.inner, f)
+    }
+}
+
+impl CompletionQueue {
+    pub(crate) fn from_spi(inner: Arc<dyn traits::CompletionQueue>) -> Self {
+        Self { inner }
+    }
+
+    /// The SPI object.
+    pub fn as_spi(&self) -> &Arc<dyn traits::CompletionQueue> {
+        &self.inner
+    }
+
+    /// `GetResults`: move up to `results.len()` completions into `results`; returns how many.
+    ///
+    /// Call it until it returns fewer than asked. Within one queue pair, initiator requests
+    /// complete in issue order and Receives in issue order. With a software provider this call
+    /// also drives the I/O of the queue pairs that complete here, so polling it is all a
+    /// busy-polling application needs to do.
+    pub fn get_results(&self, results: &mut [NdResult]) -> usize {
+        self.inner.get_results(results)
+    }
+
+    /// `Notify`: arm the queue; the request completes on the next qualifying completion
+    /// (immediately if one arrived after the last `get_results` that returned short).
+    /// `ND_BUFFER_OVERFLOW` reports an overrun: the CQ and its queue pairs are unusable.
+    pub fn notify(&self, ty: NotifyType) -> Result<Overlapped> {
+        self.inner.notify(ty)
+    }
+
+    /// `Resize`: `ND_BUFFER_OVERFLOW` (queue unchanged) if `depth` is below the queued count.
+    pub fn resize(&self, depth: u32) -> Result<()> {
+        if depth == 0 {
+            return Err(crate::Error::new(crate::Status::INVALID_PARAMETER));
+        }
+        self.inner.resize(depth)
+    }
+
+    /// `GetNotifyAffinity`: `(group, affinity mask)`.
+    pub fn get_notify_affinity(&self) -> Result<(u16, usize)> {
+        self.inner.get_notify_affinity()
+    }
+
+    /// `CancelOverlappedRequests`: every pending Notify completes with `ND_CANCELED`, in order,
+    /// before this returns.
+    pub fn cancel_overlapped_requests(&self) -> Result<()> {
+        self.inner.cancel_overlapped_requests()
+    }
+
+    /// `GetOverlappedResult` of a request of this CQ (the same as `ov.get_overlapped_result`).
+    pub fn get_overlapped_result(&self, ov: &Overlapped, wait: bool) -> Result<()> {
+        ov.get_overlapped_result(wait)
+    }
+}
+
+/// A shared receive queue (`IND2SharedReceiveQueue`).
+#[derive(Clone)]
+pub struct SharedReceiveQueue {
+    inner: Arc<dyn traits::SharedReceiveQueue>,
+}
+
+impl fmt::Debug for SharedReceiveQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.inner, f)
+    }
+}
+
+impl SharedReceiveQueue {
+    pub(crate) fn from_spi(inner: Arc<dyn traits::SharedReceiveQueue>) -> Self {
+        Self { inner }
+    }
+
+    /// The SPI object.
+    pub fn as_spi(&self) -> &Arc<dyn traits::SharedReceiveQueue> {
+        &self.inner
+    }
+
+    /// `Receive`.
+    ///
+    /// # Safety
+    /// The memory the SGEs name (inside registered regions) must not be read or written by the
+    /// application until the Receive completes: the provider writes it at any time before.
+    pub unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.receive(context, sge) }
+    }
+
+    /// `Modify` (0 leaves a value unchanged).
+    pub fn modify(&self, depth: u32, notify_threshold: u32) -> Result<()> {
+        self.inner.modify(depth, notify_threshold)
+    }
+
+    /// `Notify`: completes when fewer than the threshold receives remain posted.
+    pub fn notify(&self) -> Result<Overlapped> {
+        self.inner.notify()
+    }
+
+    /// `GetNotifyAffinity`.
+    pub fn get_notify_affinity(&self) -> Result<(u16, usize)> {
+        self.inner.get_notify_affinity()
+    }
+
+    /// `CancelOverlappedRequests`.
+    pub fn cancel_overlapped_requests(&self) -> Result<()> {
+        self.inner.cancel_overlapped_requests()
+    }
+
+    /// `GetOverlappedResult`.
+    pub fn get_overlapped_result(&self, ov: &Overlapped, wait: bool) -> Result<()> {
+        ov.get_overlapped_result(wait)
+    }
+}

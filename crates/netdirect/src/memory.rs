@@ -1,0 +1,230 @@
+//! `IND2MemoryRegion`, `IND2MemoryWindow`, and [`Buffer`], memory the provider may own.
+//!
+//! # Why registration is where safety is decided
+//! Registered memory is memory another agent writes: a Receive, or a peer's RDMA Write,
+//! stores into it while your program runs. Rust's references cannot describe that, so the
+//! raw path ([`MemoryRegion::register`]) is `unsafe` and says what you promise. The owned path
+//! ([`MemoryRegion::register_buffer`]) is safe: the region keeps the [`Buffer`] alive for as long
+//! as the provider can touch it, even past `deregister`, while requests that use it are in
+//! flight.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use netdirect_spi::traits;
+
+use crate::{Error, MrFlags, Overlapped, Result, Sge, Status};
+
+/// A memory region (`IND2MemoryRegion`).
+#[derive(Clone)]
+pub struct MemoryRegion {
+    inner: Arc<dyn traits::MemoryRegion>,
+}
+
+impl fmt::Debug for MemoryRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.inner, f)
+    }
+}
+
+impl MemoryRegion {
+    pub(crate) fn from_spi(inner: Arc<dyn traits::MemoryRegion>) -> Self {
+        Self { inner }
+    }
+
+    /// The SPI object.
+    pub fn as_spi(&self) -> &Arc<dyn traits::MemoryRegion> {
+        &self.inner
+    }
+
+    /// `Register` `len` bytes at `buffer` with `flags`.
+    ///
+    /// Errors (`nd-reference.md` D7): a null `buffer` gives `ND_INVALID_PARAMETER`, `len == 0`
+    /// gives `ND_INVALID_BUFFER_SIZE`, more than `MaxRegistrationSize` gives
+    /// `ND_INVALID_PARAMETER`.
+    ///
+    /// # Safety
+    /// The memory must stay allocated, and must not be accessed through Rust references while a
+    /// request or a remote access may write it, until the region is deregistered (or dropped)
+    /// and every request that used it has completed. With `ALLOW_REMOTE_WRITE` (or a window
+    /// bound over it) the peer may write it at any time while registered.
+    pub unsafe fn register(
+        &self,
+        buffer: *mut u8,
+        len: usize,
+        flags: MrFlags,
+    ) -> Result<Overlapped> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.register(buffer, len, flags, None) }
+    }
+
+    /// Register all of `buf`. Safe: the region holds the buffer until it is deregistered and
+    /// every request that used it has finished.
+    pub fn register_buffer(&self, buf: &Buffer, flags: MrFlags) -> Result<Overlapped> {
+        let keep: Arc<dyn std::any::Any + Send + Sync> = buf.inner.clone();
+        // SAFETY: `keep` owns the allocation and the provider holds it for as long as it can
+        // touch the memory; `Buffer` gives no safe access to the bytes while that may happen.
+        unsafe {
+            self.inner
+                .register(buf.as_ptr(), buf.len(), flags, Some(keep))
+        }
+    }
+
+    /// `Deregister`: `ND_DEVICE_BUSY` while a memory window is bound to the region.
+    pub fn deregister(&self) -> Result<Overlapped> {
+        self.inner.deregister()
+    }
+
+    /// `GetLocalToken`: the token for [`Sge::memory_region_token`].
+    pub fn get_local_token(&self) -> u32 {
+        self.inner.get_local_token()
+    }
+
+    /// `GetRemoteToken`: the token a peer passes to Read/Write (network byte order).
+    pub fn get_remote_token(&self) -> u32 {
+        self.inner.get_remote_token()
+    }
+
+    /// `CancelOverlappedRequests`.
+    pub fn cancel_overlapped_requests(&self) -> Result<()> {
+        self.inner.cancel_overlapped_requests()
+    }
+
+    /// `GetOverlappedResult`.
+    pub fn get_overlapped_result(&self, ov: &Overlapped, wait: bool) -> Result<()> {
+        ov.get_overlapped_result(wait)
+    }
+}
+
+/// A memory window (`IND2MemoryWindow`).
+#[derive(Clone)]
+pub struct MemoryWindow {
+    inner: Arc<dyn traits::MemoryWindow>,
+}
+
+impl fmt::Debug for MemoryWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.inner, f)
+    }
+}
+
+impl MemoryWindow {
+    pub(crate) fn from_spi(inner: Arc<dyn traits::MemoryWindow>) -> Self {
+        Self { inner }
+    }
+
+    /// The SPI object.
+    pub fn as_spi(&self) -> &Arc<dyn traits::MemoryWindow> {
+        &self.inner
+    }
+
+    /// `GetRemoteToken`: valid as soon as `QueuePair::bind` returns.
+    pub fn get_remote_token(&self) -> u32 {
+        self.inner.get_remote_token()
+    }
+}
+
+struct Alloc {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// SAFETY: the allocation is plain memory owned by this value; access to its bytes goes
+// through `Buffer`'s methods, whose contracts govern concurrent use.
+unsafe impl Send for Alloc {}
+// SAFETY: as above.
+unsafe impl Sync for Alloc {}
+
+impl Drop for Alloc {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `Buffer::new` with this layout.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Page-aligned, zeroed memory for registration, owned by reference count.
+///
+/// The provider keeps a reference while it may touch the memory, so dropping your `Buffer`
+/// never frees memory a request still uses. Reading and writing the bytes is `unsafe` because
+/// a Receive or a peer's Write may be storing into them; do it when no request that writes the
+/// buffer is in flight.
+#[derive(Clone)]
+pub struct Buffer {
+    inner: Arc<Alloc>,
+    len: usize,
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("ptr", &self.inner.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl Buffer {
+    /// `len` zeroed bytes (at least one), aligned to 4096.
+    pub fn new(len: usize) -> Result<Self> {
+        let layout = Layout::from_size_align(len.max(1), 4096)
+            .map_err(|_| Error::new(Status::INVALID_PARAMETER))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(Error::new(Status::NO_MEMORY));
+        }
+        Ok(Self {
+            inner: Arc::new(Alloc { ptr, layout }),
+            len,
+        })
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the length is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The first byte.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.inner.ptr
+    }
+
+    /// An SGE for `range` of this buffer under the local `token` of the region it is registered
+    /// with. Panics if `range` is out of bounds or longer than `u32::MAX`.
+    pub fn sge(&self, range: Range<usize>, token: u32) -> Sge {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "range out of bounds"
+        );
+        let len = u32::try_from(range.end - range.start).expect("an SGE is at most 4 GiB");
+        // SAFETY: in bounds of the allocation (checked above).
+        Sge::new(unsafe { self.inner.ptr.add(range.start) }, len, token)
+    }
+
+    /// The bytes, shared.
+    ///
+    /// # Safety
+    /// No request or remote access may be writing the buffer while the slice lives.
+    pub unsafe fn as_slice(&self) -> &[u8] {
+        // SAFETY: valid for `len` bytes; the caller rules out concurrent writers.
+        unsafe { std::slice::from_raw_parts(self.inner.ptr, self.len) }
+    }
+
+    /// The bytes, exclusive.
+    ///
+    /// # Safety
+    /// No request or remote access may be reading or writing the buffer while the slice lives,
+    /// and no other slice of it may exist.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
+        // SAFETY: valid for `len` bytes; the caller rules out every other access.
+        unsafe { std::slice::from_raw_parts_mut(self.inner.ptr, self.len) }
+    }
+}

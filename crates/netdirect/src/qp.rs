@@ -1,0 +1,138 @@
+//! `IND2QueuePair`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use netdirect_spi::traits;
+
+use crate::{MemoryRegion, MemoryWindow, OpFlags, Result, Sge};
+
+/// A queue pair (`IND2QueuePair`): a send (initiator) queue and a receive queue, connected to
+/// one peer by a `Connector`.
+///
+/// # Safety of the posts
+/// Every post hands memory to the provider *after* the call returns: it reads a Send's or
+/// Write's source and writes a Receive's or Read's sink at some point before the request's
+/// completion is reported by `CompletionQueue::get_results`. The provider checks each SGE
+/// against its registration (token, bounds, rights), so it never touches unregistered memory;
+/// what it cannot check is that your program leaves the memory alone meanwhile. That is the
+/// contract of each `unsafe` post.
+#[derive(Clone)]
+pub struct QueuePair {
+    inner: Arc<dyn traits::QueuePair>,
+}
+
+impl fmt::Debug for QueuePair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.inner, f)
+    }
+}
+
+impl QueuePair {
+    pub(crate) fn from_spi(inner: Arc<dyn traits::QueuePair>) -> Self {
+        Self { inner }
+    }
+
+    /// The SPI object.
+    pub fn as_spi(&self) -> &Arc<dyn traits::QueuePair> {
+        &self.inner
+    }
+
+    /// `Flush`: every outstanding request of this queue pair completes with `ND_CANCELED`; a
+    /// connected queue pair is disconnected.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// `Send` the bytes the SGEs name (zero SGEs: a zero-byte Send, matched by a zero-byte
+    /// Receive). Flags: `SILENT_SUCCESS`, `READ_FENCE`, `SEND_AND_SOLICIT_EVENT`, `INLINE`
+    /// (anything else gives `ND_INVALID_PARAMETER_4`).
+    ///
+    /// Synchronous errors (the queue pair stays usable): `ND_CONNECTION_INVALID` (not
+    /// connected), `ND_NO_MORE_ENTRIES` (initiator queue full), `ND_DATA_OVERRUN` (too many
+    /// SGEs), `ND_BUFFER_OVERFLOW` (more than `MaxTransferLength`, or inline data larger than
+    /// the queue pair's inline size). An SGE whose token or range is not registered completes
+    /// with `ND_ACCESS_VIOLATION` and terminates the connection.
+    ///
+    /// # Safety
+    /// Without `INLINE`, the memory must not be written until the Send completes. With
+    /// `INLINE` it is read during the call only.
+    pub unsafe fn send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.send(context, sge, flags) }
+    }
+
+    /// `Receive` into the SGEs; may be posted before connecting. A Send larger than the
+    /// Receive completes it with `ND_DATA_OVERRUN` and terminates the connection.
+    ///
+    /// # Safety
+    /// The memory must not be read or written until the Receive completes.
+    pub unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.receive(context, sge) }
+    }
+
+    /// `Bind` `window` over `len` bytes at `buffer` inside `region`.
+    pub fn bind(
+        &self,
+        context: u64,
+        region: &MemoryRegion,
+        window: &MemoryWindow,
+        buffer: *const u8,
+        len: usize,
+        flags: OpFlags,
+    ) -> Result<()> {
+        self.inner.bind(
+            context,
+            region.as_spi(),
+            window.as_spi(),
+            buffer,
+            len,
+            flags,
+        )
+    }
+
+    /// `Invalidate` a window.
+    pub fn invalidate(&self, context: u64, window: &MemoryWindow, flags: OpFlags) -> Result<()> {
+        self.inner.invalidate(context, window.as_spi(), flags)
+    }
+
+    /// `Read` from the peer's `remote_address` (its virtual address, host order) under
+    /// `remote_token` into the SGEs.
+    ///
+    /// # Safety
+    /// The memory must not be read or written until the Read completes.
+    pub unsafe fn read(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.inner
+                .read(context, sge, remote_address, remote_token, flags)
+        }
+    }
+
+    /// `Write` the SGEs to the peer's `remote_address` under `remote_token`.
+    ///
+    /// # Safety
+    /// As for [`QueuePair::send`].
+    pub unsafe fn write(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.inner
+                .write(context, sge, remote_address, remote_token, flags)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! Run-time knobs of the `tcp` provider, read once from the environment.
+//!
+//! Every variable is listed in [`VARIABLES`] with its default and meaning, so `nd info` can
+//! print them (the `fi_info -e` convention).
+
+use std::time::Duration;
+
+/// One documented environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    /// Its name.
+    pub name: &'static str,
+    /// The default, as text.
+    pub default: &'static str,
+    /// What it does.
+    pub meaning: &'static str,
+}
+
+/// Every variable the provider reads.
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "ND_TCP_CRC",
+        default: "1",
+        meaning: "offer MPA CRC32c (1) or not (0); CRC is on if either side asks (RFC 5044 §7.1.1)",
+    },
+    Variable {
+        name: "ND_TCP_MULPDU",
+        default: "64768",
+        meaning: "largest ULPDU we send, in bytes (128–64768, RFC 5044 §4.5); smaller values follow a real MSS",
+    },
+    Variable {
+        name: "ND_TCP_CONNECT_TIMEOUT_MS",
+        default: "30000",
+        meaning: "how long Connect waits for the TCP handshake and the MPA Reply before ND_IO_TIMEOUT",
+    },
+];
+
+/// The parsed configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) crc: bool,
+    pub(crate) mulpdu: usize,
+    pub(crate) connect_timeout: Duration,
+}
+
+fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+impl Config {
+    pub(crate) fn from_env() -> Self {
+        Self {
+            crc: var::<u8>("ND_TCP_CRC", 1) != 0,
+            mulpdu: var::<usize>("ND_TCP_MULPDU", netdirect_wire::fpdu::MAX_MULPDU).clamp(
+                netdirect_wire::fpdu::MIN_MULPDU,
+                netdirect_wire::fpdu::MAX_MULPDU,
+            ),
+            connect_timeout: Duration::from_millis(var("ND_TCP_CONNECT_TIMEOUT_MS", 30_000)),
+        }
+    }
+}

@@ -1,0 +1,564 @@
+//! `IND2Connector` for the `tcp` provider: the active side's TCP connect and MPA Request /
+//! Reply exchange, and the passive side's Accept / Reject of a request a listener delivered.
+//!
+//! ND's three steps map onto MPA v2 peer-to-peer mode (RFC 6581 §9, iwarp-wire.md §2.9):
+//! `Connect` sends the MPA Request and completes on the Reply; `CompleteConnect` sends the RTR;
+//! the passive `Accept` sends the Reply and completes when the RTR arrives.
+
+use std::any::Any;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Instant;
+
+use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
+use netdirect_spi::traits::{self, QueuePair};
+use netdirect_spi::{fail, Error, ReadLimits, Result, Status};
+use netdirect_wire::handshake::{
+    self, AcceptConfig, Initiator, InitiatorConfig, InitiatorOutcome, Negotiated,
+};
+use rustix::event::epoll::EventFlags;
+use socket2::{SockAddr, Socket};
+
+use crate::adapter::Shared;
+use crate::engine::{Registered, Source};
+use crate::listener::Incoming;
+use crate::qp::{Conn, TcpQp};
+use crate::sockets;
+
+/// The largest IRD/ORD we put in an MPA v2 word (14 bits, 0x3FFF reserved: "not negotiated").
+const MAX_WIRE_LIMIT: u32 = 0x3FFE;
+
+enum State {
+    /// Fresh (or bound with `Bind`): may Connect, or receive a request from a listener.
+    Idle,
+    /// TCP connect or MPA Request/Reply in progress.
+    Connecting {
+        sock: Registered<Socket>,
+        qp: Arc<TcpQp>,
+        ov: OvCompleter,
+        init: Initiator,
+        request: Vec<u8>,
+        sent: usize,
+        reply: Vec<u8>,
+        deadline: Instant,
+    },
+    /// Active side: the peer accepted; waiting for CompleteConnect or Reject.
+    Connected {
+        sock: Socket,
+        qp: Arc<TcpQp>,
+        neg: Negotiated,
+        leftover: Vec<u8>,
+    },
+    /// Passive side: a request arrived; waiting for Accept or Reject.
+    Incoming(Incoming),
+    /// The queue pair carries the connection.
+    Attached(Arc<TcpQp>),
+    /// Rejected (either way) or failed; the connector cannot connect again.
+    Done,
+}
+
+struct Inner {
+    state: State,
+    /// The socket `Bind` prepared, used by the next Connect.
+    bound: Option<(Socket, SocketAddr)>,
+    local: Option<SocketAddr>,
+    peer: Option<SocketAddr>,
+    peer_private_data: Vec<u8>,
+    limits: ReadLimits,
+}
+
+/// A connector.
+pub(crate) struct TcpConnector {
+    me: Weak<TcpConnector>,
+    shared: Arc<Shared>,
+    inner: Mutex<Inner>,
+}
+
+impl fmt::Debug for TcpConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let g = self.lock();
+        f.debug_struct("TcpConnector")
+            .field("local", &g.local)
+            .field("peer", &g.peer)
+            .finish()
+    }
+}
+
+impl TcpConnector {
+    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            shared,
+            inner: Mutex::new(Inner {
+                state: State::Idle,
+                bound: None,
+                local: None,
+                peer: None,
+                peer_private_data: Vec::new(),
+                limits: ReadLimits::default(),
+            }),
+        })
+    }
+
+    pub(crate) fn downcast(c: &Arc<dyn traits::Connector>) -> Option<Arc<Self>> {
+        c.as_any()
+            .downcast_ref::<Self>()
+            .and_then(|c| c.me.upgrade())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a listener may give this connector a request.
+    pub(crate) fn is_fresh(&self) -> bool {
+        matches!(self.lock().state, State::Idle)
+    }
+
+    /// A listener hands over a request (`GetConnectionRequest` completed).
+    pub(crate) fn set_incoming(&self, inc: Incoming) {
+        let mut g = self.lock();
+        g.local = Some(inc.local);
+        g.peer = Some(inc.peer);
+        g.peer_private_data = inc.request.private_data.clone();
+        let max_in = self.shared.info.max_inbound_read_limit;
+        let max_out = self.shared.info.max_outbound_read_limit;
+        // Passive GetReadLimits: inbound = the peer's ORD, outbound = the peer's IRD, clamped
+        // to our capabilities (IND2Connector::GetReadLimits; nd-reference.md D25).
+        g.limits = match &inc.request.enhanced {
+            Some(e) => ReadLimits {
+                inbound: u32::from(e.ord).min(max_in),
+                outbound: u32::from(e.ird).min(max_out),
+            },
+            None => ReadLimits::default(),
+        };
+        g.state = State::Incoming(inc);
+    }
+
+    /// Advance a connection attempt.
+    fn drive(&self) {
+        let mut g = self.lock();
+        let State::Connecting {
+            sock,
+            ov,
+            init,
+            request,
+            sent,
+            reply,
+            deadline,
+            ..
+        } = &mut g.state
+        else {
+            return;
+        };
+        let s = sock.get();
+        let result: Option<std::result::Result<(), Status>> = loop {
+            if let Ok(Some(e)) = s.take_error() {
+                break Some(Err(sockets::connect_status(&e)));
+            }
+            if sockets::peer_of(s).is_none() {
+                // Still connecting.
+                if Instant::now() >= *deadline {
+                    break Some(Err(Status::IO_TIMEOUT));
+                }
+                break None;
+            }
+            if *sent < request.len() {
+                match rustix::net::send(s, &request[*sent..], rustix::net::SendFlags::NOSIGNAL) {
+                    Ok(n) => {
+                        *sent += n;
+                        continue;
+                    }
+                    Err(rustix::io::Errno::AGAIN) => break None,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
+                }
+            }
+            let mut chunk = [0u8; 1024];
+            match rustix::net::recv(s, &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
+                Ok((0, _)) => break Some(Err(Status::CONNECTION_REFUSED)),
+                Ok((n, _)) => {
+                    reply.extend_from_slice(&chunk[..n]);
+                    match init.handle_reply(reply) {
+                        Ok(None) => continue,
+                        Ok(Some(_)) => break Some(Ok(())),
+                        Err(_) => break Some(Err(Status::CONNECTION_REFUSED)),
+                    }
+                }
+                Err(rustix::io::Errno::AGAIN) => {
+                    if Instant::now() >= *deadline {
+                        break Some(Err(Status::IO_TIMEOUT));
+                    }
+                    break None;
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
+            }
+        };
+        let Some(result) = result else { return };
+        let _ = ov;
+        let State::Connecting {
+            sock,
+            qp,
+            ov,
+            mut init,
+            reply,
+            ..
+        } = std::mem::replace(&mut g.state, State::Idle)
+        else {
+            unreachable!()
+        };
+        let sock = sock.into_inner();
+        match result {
+            Err(status) => {
+                // A failed attempt leaves the connector usable for another Bind + Connect.
+                g.state = State::Idle;
+                ov.complete(status);
+            }
+            Ok(()) => match init.handle_reply(&reply) {
+                Ok(Some((InitiatorOutcome::Accepted(neg), used))) => {
+                    g.peer_private_data = neg.private_data.clone();
+                    // Active GetReadLimits: the acceptor's values, swapped to our view.
+                    g.limits = ReadLimits {
+                        inbound: u32::from(neg.peer_ord),
+                        outbound: u32::from(neg.peer_ird),
+                    };
+                    g.peer = sockets::peer_of(&sock);
+                    g.local = sockets::local_of(&sock);
+                    let leftover = reply[used..].to_vec();
+                    g.state = State::Connected {
+                        sock,
+                        qp,
+                        neg,
+                        leftover,
+                    };
+                    ov.complete(Status::SUCCESS);
+                }
+                Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
+                    g.peer_private_data = private_data;
+                    g.state = State::Done;
+                    let _ = sock.shutdown(std::net::Shutdown::Both);
+                    ov.complete(Status::CONNECTION_REFUSED);
+                }
+                _ => {
+                    g.state = State::Idle;
+                    ov.complete(Status::CONNECTION_REFUSED);
+                }
+            },
+        }
+    }
+}
+
+impl Source for TcpConnector {
+    fn on_ready(&self, _events: EventFlags) {
+        self.drive();
+    }
+
+    fn on_timer(&self) {
+        self.drive();
+    }
+}
+
+fn check_private_data(len: usize, max: u32) -> Result<()> {
+    if len > max as usize {
+        return fail(Status::INVALID_BUFFER_SIZE);
+    }
+    Ok(())
+}
+
+impl traits::Connector for TcpConnector {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn bind(&self, addr: SocketAddr) -> Result<()> {
+        let mut g = self.lock();
+        match g.state {
+            State::Idle => {}
+            _ => return fail(Status::ADDRESS_ALREADY_ASSOCIATED),
+        }
+        if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
+            return fail(Status::INVALID_ADDRESS);
+        }
+        if let Some((_, a)) = &g.bound {
+            // Re-binding the same address before a retried Connect is allowed (D8, ndmpic).
+            if *a == addr || (addr.port() == 0 && a.ip() == addr.ip()) {
+                return Ok(());
+            }
+        }
+        let s =
+            sockets::stream_for(&addr).map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        let local = sockets::bind_nd(&s, addr)?;
+        g.local = Some(local);
+        g.bound = Some((s, local));
+        Ok(())
+    }
+
+    fn connect(
+        &self,
+        qp: &Arc<dyn QueuePair>,
+        dest: SocketAddr,
+        limits: ReadLimits,
+        private_data: &[u8],
+    ) -> Result<Overlapped> {
+        // Validation first, with no state change, so the connector stays usable (D8).
+        check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
+        let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
+        if dest.ip().is_unspecified() {
+            return fail(Status::BAD_NETWORK_NAME);
+        }
+        if dest.port() == 0 {
+            return fail(Status::INVALID_ADDRESS);
+        }
+        if qp.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        let mut g = self.lock();
+        if !matches!(g.state, State::Idle) {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        let (sock, local) = match g.bound.take() {
+            Some((s, a)) if a.is_ipv6() == dest.is_ipv6() => (s, a),
+            Some(b) => {
+                g.bound = Some(b);
+                return fail(Status::INVALID_ADDRESS);
+            }
+            None => {
+                let s = sockets::stream_for(&dest)
+                    .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+                let a = sockets::bind_nd(&s, sockets::unspecified_like(&dest))?;
+                (s, a)
+            }
+        };
+        g.local = Some(local);
+        let info = self.shared.info;
+        let ird = limits
+            .inbound
+            .min(info.max_inbound_read_limit)
+            .min(MAX_WIRE_LIMIT);
+        // The Read RTR needs one ORD slot (RFC 6581 §9.2); the Write RTR is offered first.
+        let ord = limits
+            .outbound
+            .min(info.max_outbound_read_limit)
+            .min(MAX_WIRE_LIMIT);
+        let init = Initiator::new(InitiatorConfig {
+            crc: self.shared.config.crc,
+            ird: ird as u16,
+            ord: ord as u16,
+            p2p: true,
+            private_data: private_data.to_vec(),
+        });
+        let request = init.request();
+        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        match sock.connect(&SockAddr::from(dest)) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INPROGRESS.raw_os_error()) => {}
+            Err(e) => {
+                // The attempt failed at once; the connector stays usable.
+                c.complete(sockets::connect_status(&e));
+                return Ok(ov);
+            }
+        }
+        let src: Weak<dyn Source> = self.me.clone();
+        let reg = self
+            .shared
+            .engine
+            .register(sock, src)
+            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        let deadline = Instant::now() + self.shared.config.connect_timeout;
+        self.shared.engine.add_timer(deadline, self.me.clone());
+        g.peer = Some(dest);
+        g.state = State::Connecting {
+            sock: reg,
+            qp,
+            ov: c,
+            init,
+            request,
+            sent: 0,
+            reply: Vec::new(),
+            deadline,
+        };
+        drop(g);
+        self.drive();
+        Ok(ov)
+    }
+
+    fn complete_connect(&self) -> Result<Overlapped> {
+        let mut g = self.lock();
+        let State::Connected { .. } = g.state else {
+            return fail(Status::CONNECTION_INVALID);
+        };
+        let State::Connected {
+            sock,
+            qp,
+            neg,
+            leftover,
+        } = std::mem::replace(&mut g.state, State::Done)
+        else {
+            unreachable!()
+        };
+        qp.establish_active(sock, &neg, &leftover)?;
+        g.state = State::Attached(qp);
+        Ok(Overlapped::completed(
+            self.shared.engine.clone(),
+            Status::SUCCESS,
+        ))
+    }
+
+    fn accept(
+        &self,
+        qp: &Arc<dyn QueuePair>,
+        limits: ReadLimits,
+        private_data: &[u8],
+    ) -> Result<Overlapped> {
+        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
+        let mut g = self.lock();
+        let State::Incoming(inc) = &g.state else {
+            return fail(Status::CONNECTION_INVALID);
+        };
+        if qp.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        // Accept clamps to min(our capability, what the connecting peer offered): our IRD
+        // covers at most the peer's ORD, our ORD at most the peer's IRD.
+        let info = self.shared.info;
+        let (peer_ird, peer_ord) = inc
+            .request
+            .enhanced
+            .map_or((0, 0), |e| (u32::from(e.ird), u32::from(e.ord)));
+        let ird = limits
+            .inbound
+            .min(info.max_inbound_read_limit)
+            .min(peer_ord);
+        let ord = limits
+            .outbound
+            .min(info.max_outbound_read_limit)
+            .min(peer_ird);
+        let (reply, neg) = handshake::accept(
+            &inc.request,
+            &AcceptConfig {
+                crc: self.shared.config.crc,
+                ird: ird as u16,
+                ord: ord as u16,
+                private_data: private_data.to_vec(),
+            },
+        );
+        let State::Incoming(inc) = std::mem::replace(&mut g.state, State::Done) else {
+            unreachable!()
+        };
+        if sockets::write_all(&inc.sock, &reply).is_err() {
+            return Ok(Overlapped::completed(
+                self.shared.engine.clone(),
+                Status::CONNECTION_ABORTED,
+            ));
+        }
+        g.limits = ReadLimits {
+            inbound: u32::from(neg.peer_ord).max(ird),
+            outbound: ord,
+        };
+        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        qp.establish_passive(inc.sock, &neg, c)?;
+        g.state = State::Attached(qp);
+        Ok(ov)
+    }
+
+    fn reject(&self, private_data: &[u8]) -> Result<()> {
+        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        let mut g = self.lock();
+        match std::mem::replace(&mut g.state, State::Done) {
+            State::Incoming(inc) => {
+                let reply = handshake::reject(&inc.request, private_data);
+                let _ = sockets::write_all(&inc.sock, &reply);
+                let _ = inc.sock.shutdown(std::net::Shutdown::Write);
+                Ok(())
+            }
+            State::Connected { sock, .. } => {
+                // The active side declines after the Reply: close; the passive Accept then
+                // completes with ND_CONNECTION_REFUSED (D9).
+                let _ = sock.shutdown(std::net::Shutdown::Both);
+                Ok(())
+            }
+            other => {
+                g.state = other;
+                fail(Status::CONNECTION_INVALID)
+            }
+        }
+    }
+
+    fn get_read_limits(&self) -> Result<ReadLimits> {
+        let g = self.lock();
+        match g.state {
+            State::Incoming(_) | State::Connected { .. } | State::Attached(_) => Ok(g.limits),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn private_data(&self) -> Result<Vec<u8>> {
+        let g = self.lock();
+        match g.state {
+            State::Incoming(_) | State::Connected { .. } | State::Attached(_) | State::Done => {
+                Ok(g.peer_private_data.clone())
+            }
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn get_local_address(&self) -> Result<SocketAddr> {
+        let g = self.lock();
+        match (&g.state, g.local, &g.bound) {
+            (State::Idle, _, Some((_, a))) => Ok(*a),
+            (State::Idle, _, None) | (State::Done, _, _) => fail(Status::CONNECTION_INVALID),
+            (_, Some(a), _) => Ok(a),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn get_peer_address(&self) -> Result<SocketAddr> {
+        let g = self.lock();
+        match (&g.state, g.peer) {
+            (State::Incoming(_) | State::Connected { .. } | State::Attached(_), Some(p)) => Ok(p),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn notify_disconnect(&self) -> Result<Overlapped> {
+        let g = self.lock();
+        match &g.state {
+            State::Attached(qp) => Ok(qp.notify_disconnect()),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn disconnect(&self) -> Result<Overlapped> {
+        let g = self.lock();
+        match &g.state {
+            State::Attached(qp) => {
+                qp.disconnect();
+                Ok(Overlapped::completed(
+                    self.shared.engine.clone(),
+                    Status::SUCCESS,
+                ))
+            }
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn cancel_overlapped_requests(&self) -> Result<()> {
+        let mut g = self.lock();
+        match std::mem::replace(&mut g.state, State::Idle) {
+            State::Connecting { ov, .. } => {
+                // Abandon the attempt (IND2Connector::Connect remarks).
+                ov.complete(Status::CANCELED);
+            }
+            State::Attached(qp) => {
+                qp.cancel_accept();
+                qp.cancel_notify_disconnect();
+                g.state = State::Attached(qp);
+            }
+            other => g.state = other,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,69 @@
+//! `IND2CompletionQueue` for the `tcp` provider: the shared software CQ of the SPI kit.
+
+use std::any::Any;
+use std::sync::{Arc, Weak};
+
+use netdirect_spi::kit::cq::CqCore;
+use netdirect_spi::kit::overlapped::{Driver, Overlapped};
+use netdirect_spi::traits::CompletionQueue;
+use netdirect_spi::{NdResult, NotifyType, Result};
+
+/// A completion queue.
+#[derive(Debug)]
+pub(crate) struct TcpCq {
+    me: Weak<TcpCq>,
+    pub(crate) core: CqCore,
+}
+
+impl TcpCq {
+    pub(crate) fn new(depth: u32, driver: Arc<dyn Driver>) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            core: CqCore::new(depth, driver),
+        })
+    }
+
+    /// Recognise one of ours among the SPI objects.
+    pub(crate) fn downcast(cq: &Arc<dyn CompletionQueue>) -> Option<Arc<Self>> {
+        cq.as_any()
+            .downcast_ref::<Self>()
+            .and_then(|c| c.me.upgrade())
+    }
+}
+
+impl CompletionQueue for TcpCq {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn get_results(&self, out: &mut [NdResult]) -> usize {
+        self.core.get_results(out)
+    }
+
+    fn notify(&self, ty: NotifyType) -> Result<Overlapped> {
+        Ok(self.core.notify(ty))
+    }
+
+    fn resize(&self, depth: u32) -> Result<()> {
+        self.core.resize(depth)
+    }
+
+    fn get_notify_affinity(&self) -> Result<(u16, usize)> {
+        // No interrupts: notifications are delivered on whichever CPU drives the I/O. Report
+        // every CPU of group 0, the actual affinity (the SPI prefers that to NOT_SUPPORTED).
+        let n = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(usize::BITS as usize);
+        let mask = if n == usize::BITS as usize {
+            usize::MAX
+        } else {
+            (1usize << n) - 1
+        };
+        Ok((0, mask))
+    }
+
+    fn cancel_overlapped_requests(&self) -> Result<()> {
+        self.core.cancel_overlapped_requests();
+        Ok(())
+    }
+}

@@ -1,0 +1,318 @@
+//! `IND2Listener` for the `tcp` provider: a listening TCP socket, and the responder side of the
+//! MPA startup (RFC 5044 §7.1.2) for each accepted connection until an application connector
+//! takes it with `GetConnectionRequest`.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
+use netdirect_spi::traits::{self, Connector};
+use netdirect_spi::{fail, Error, Result, Status};
+use netdirect_wire::handshake::{self, ConnectRequest, Responder};
+use rustix::event::epoll::EventFlags;
+use socket2::Socket;
+
+use crate::adapter::Shared;
+use crate::connector::TcpConnector;
+use crate::engine::{Registered, Source};
+use crate::sockets;
+
+/// A connection whose MPA Request has arrived, waiting for `Accept` or `Reject`.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    pub(crate) sock: Socket,
+    pub(crate) request: ConnectRequest,
+    pub(crate) local: SocketAddr,
+    pub(crate) peer: SocketAddr,
+}
+
+struct Inner {
+    bound: Option<Socket>,
+    listening: Option<Registered<Socket>>,
+    local: Option<SocketAddr>,
+    backlog: usize,
+    handshakes: Vec<Arc<Handshake>>,
+    ready: VecDeque<Incoming>,
+    waiting: VecDeque<(Arc<TcpConnector>, OvCompleter)>,
+}
+
+/// The listener.
+pub(crate) struct TcpListener {
+    me: Weak<TcpListener>,
+    shared: Arc<Shared>,
+    inner: Mutex<Inner>,
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local", &self.lock().local)
+            .finish()
+    }
+}
+
+impl TcpListener {
+    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            shared,
+            inner: Mutex::new(Inner {
+                bound: None,
+                listening: None,
+                local: None,
+                backlog: 0,
+                handshakes: Vec::new(),
+                ready: VecDeque::new(),
+                waiting: VecDeque::new(),
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Accept every pending TCP connection and start reading its MPA Request.
+    fn accept_all(&self) {
+        loop {
+            let g = self.lock();
+            let Some(l) = g.listening.as_ref() else {
+                return;
+            };
+            let accepted = l.get().accept();
+            drop(g);
+            match accepted {
+                Ok((sock, _)) => {
+                    if sockets::prepare_accepted(&sock).is_err() {
+                        continue;
+                    }
+                    let hs = Arc::new(Handshake {
+                        listener: self.me.clone(),
+                        inner: Mutex::new(HsInner {
+                            sock: None,
+                            buf: Vec::new(),
+                            responder: Responder::new(),
+                        }),
+                    });
+                    let src: Weak<dyn Source> = Arc::downgrade(&hs) as Weak<dyn Source>;
+                    match self.shared.engine.register(sock, src) {
+                        Ok(reg) => {
+                            hs.inner.lock().unwrap_or_else(|e| e.into_inner()).sock = Some(reg);
+                            self.lock().handshakes.push(hs.clone());
+                            hs.on_ready(EventFlags::IN);
+                        }
+                        Err(_) => continue,
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// A handshake finished: hand the request to the oldest waiting connector, or queue it.
+    fn deliver(&self, hs: &Arc<Handshake>, inc: Option<Incoming>) {
+        let mut g = self.lock();
+        g.handshakes.retain(|h| !Arc::ptr_eq(h, hs));
+        let Some(inc) = inc else { return };
+        if let Some((conn, ov)) = g.waiting.pop_front() {
+            conn.set_incoming(inc);
+            ov.complete(Status::SUCCESS);
+        } else if g.backlog == 0 || g.ready.len() < g.backlog {
+            g.ready.push_back(inc);
+        } else {
+            // Backlog full: the connecting side sees ND_CONNECTION_REFUSED.
+            let reply = handshake::reject(&inc.request, &[]);
+            let _ = sockets::write_all(&inc.sock, &reply);
+            let _ = inc.sock.shutdown(std::net::Shutdown::Write);
+        }
+    }
+}
+
+impl Source for TcpListener {
+    fn on_ready(&self, _events: EventFlags) {
+        self.accept_all();
+    }
+}
+
+impl traits::Listener for TcpListener {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn bind(&self, addr: SocketAddr) -> Result<()> {
+        let mut g = self.lock();
+        if g.bound.is_some() || g.listening.is_some() {
+            return fail(Status::ADDRESS_ALREADY_ASSOCIATED);
+        }
+        if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
+            return fail(Status::INVALID_ADDRESS);
+        }
+        let s =
+            sockets::stream_for(&addr).map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        // Servers rebind ports whose old connections sit in TIME_WAIT.
+        let _ = s.set_reuse_address(true);
+        let local = sockets::bind_nd(&s, addr)?;
+        g.local = Some(local);
+        g.bound = Some(s);
+        Ok(())
+    }
+
+    fn listen(&self, backlog: u32) -> Result<()> {
+        let mut g = self.lock();
+        if g.listening.is_some() {
+            return fail(Status::INVALID_DEVICE_STATE);
+        }
+        let Some(s) = g.bound.take() else {
+            return fail(Status::INVALID_DEVICE_STATE);
+        };
+        // The kernel backlog holds TCP connections; ND's backlog counts requests waiting for
+        // GetConnectionRequest, enforced in `deliver`. Backlog 0 means "no limit".
+        let kernel_backlog = if backlog == 0 {
+            1024
+        } else {
+            backlog.min(1024) as i32
+        };
+        if let Err(e) = s.listen(kernel_backlog) {
+            g.bound = Some(s);
+            return fail(sockets::bind_status(&e));
+        }
+        g.backlog = backlog as usize;
+        let src: Weak<dyn Source> = self.me.clone();
+        let reg = self
+            .shared
+            .engine
+            .register(s, src)
+            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        g.listening = Some(reg);
+        Ok(())
+    }
+
+    fn get_local_address(&self) -> Result<SocketAddr> {
+        let g = self.lock();
+        match (&g.listening, g.local) {
+            (Some(l), _) => {
+                sockets::local_of(l.get()).ok_or(Error::new(Status::INVALID_DEVICE_STATE))
+            }
+            _ => fail(Status::INVALID_DEVICE_STATE),
+        }
+    }
+
+    fn get_connection_request(&self, connector: &Arc<dyn Connector>) -> Result<Overlapped> {
+        let conn = TcpConnector::downcast(connector).ok_or(Error::invalid_parameter(1))?;
+        if !conn.is_fresh() {
+            return fail(Status::INVALID_DEVICE_STATE);
+        }
+        let mut g = self.lock();
+        if g.listening.is_none() {
+            return fail(Status::INVALID_DEVICE_STATE);
+        }
+        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        if let Some(inc) = g.ready.pop_front() {
+            conn.set_incoming(inc);
+            c.complete(Status::SUCCESS);
+        } else {
+            g.waiting.push_back((conn, c));
+            drop(g);
+            // A request may already be sitting in the kernel's accept queue.
+            self.accept_all();
+        }
+        Ok(ov)
+    }
+
+    fn cancel_overlapped_requests(&self) -> Result<()> {
+        let mut g = self.lock();
+        for (_, c) in g.waiting.drain(..) {
+            c.complete(Status::CANCELED);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (_, c) in g.waiting.drain(..) {
+            c.complete(Status::CANCELED);
+        }
+    }
+}
+
+struct HsInner {
+    sock: Option<Registered<Socket>>,
+    buf: Vec<u8>,
+    responder: Responder,
+}
+
+/// An accepted TCP connection whose MPA Request is still arriving.
+struct Handshake {
+    listener: Weak<TcpListener>,
+    inner: Mutex<HsInner>,
+}
+
+impl Source for Handshake {
+    fn on_ready(&self, _events: EventFlags) {
+        let Some(me) = self.listener.upgrade() else {
+            return;
+        };
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let outcome = loop {
+            let Some(reg) = g.sock.as_ref() else { return };
+            let mut chunk = [0u8; 1024];
+            match rustix::net::recv(reg.get(), &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
+                Ok((0, _)) => break None,
+                Ok((n, _)) => {
+                    g.buf.extend_from_slice(&chunk[..n]);
+                    let HsInner { buf, responder, .. } = &mut *g;
+                    match responder.handle_request(buf) {
+                        Ok(None) => continue,
+                        Ok(Some((req, _used))) => break Some(req),
+                        Err(_) => break None, // RFC 5044 §7.1.2 rule 5: close on a bad frame
+                    }
+                }
+                Err(rustix::io::Errno::AGAIN) => return,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => break None,
+            }
+        };
+        let sock = g.sock.take().map(Registered::into_inner);
+        drop(g);
+        let inc = match (outcome, sock) {
+            (Some(request), Some(sock)) => {
+                if handshake::must_reject(&request) {
+                    // Markers requested: refuse as siw does (R=1, then close).
+                    let _ = sockets::write_all(&sock, &handshake::reject(&request, &[]));
+                    let _ = sock.shutdown(std::net::Shutdown::Write);
+                    None
+                } else {
+                    let local = sockets::local_of(&sock);
+                    let peer = sockets::peer_of(&sock);
+                    match (local, peer) {
+                        (Some(local), Some(peer)) => Some(Incoming {
+                            sock,
+                            request,
+                            local,
+                            peer,
+                        }),
+                        _ => None,
+                    }
+                }
+            }
+            _ => None,
+        };
+        // Any self-Arc is in the listener's list; look it up to remove it.
+        let hs = me
+            .lock()
+            .handshakes
+            .iter()
+            .find(|h| std::ptr::eq(h.as_ref(), self))
+            .cloned();
+        if let Some(hs) = hs {
+            me.deliver(&hs, inc);
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Socket helpers: creation, ND port selection, errno → ND status.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+
+use netdirect_spi::Status;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+/// The ephemeral port range ND providers assign from (`IND2Listener::Bind`, R-CONN-1).
+pub(crate) const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
+
+/// A non-blocking TCP socket for `family_of`'s address family, with Nagle off (as siw does:
+/// every FPDU goes out at once).
+pub(crate) fn stream_for(family_of: &SocketAddr) -> io::Result<Socket> {
+    let domain = if family_of.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let s = Socket::new(
+        domain,
+        Type::STREAM.nonblocking().cloexec(),
+        Some(Protocol::TCP),
+    )?;
+    if family_of.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    s.set_tcp_nodelay(true)?;
+    Ok(s)
+}
+
+/// Configure a socket that `accept` returned.
+pub(crate) fn prepare_accepted(s: &Socket) -> io::Result<()> {
+    s.set_nonblocking(true)?;
+    s.set_tcp_nodelay(true)
+}
+
+/// Bind `s` to `addr`; port 0 takes a free port in 49152–65535, starting at a random one.
+pub(crate) fn bind_nd(s: &Socket, addr: SocketAddr) -> Result<SocketAddr, Status> {
+    if addr.port() != 0 {
+        s.bind(&SockAddr::from(addr)).map_err(|e| bind_status(&e))?;
+        return Ok(addr);
+    }
+    let mut r = [0u8; 2];
+    netdirect_spi::kit::mr::fill_random(&mut r);
+    let span = u32::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
+    let first = u32::from(u16::from_ne_bytes(r)) % span;
+    for i in 0..span {
+        let port = *EPHEMERAL.start() + ((first + i) % span) as u16;
+        let a = SocketAddr::new(addr.ip(), port);
+        match s.bind(&SockAddr::from(a)) {
+            Ok(()) => return Ok(a),
+            Err(e) if e.raw_os_error() == Some(libc_eaddrinuse()) => continue,
+            Err(e) => return Err(bind_status(&e)),
+        }
+    }
+    Err(Status::TOO_MANY_ADDRESSES)
+}
+
+fn libc_eaddrinuse() -> i32 {
+    rustix::io::Errno::ADDRINUSE.raw_os_error()
+}
+
+/// ND status for a failed bind.
+pub(crate) fn bind_status(e: &io::Error) -> Status {
+    match rustix::io::Errno::from_io_error(e) {
+        Some(rustix::io::Errno::ADDRINUSE) => Status::SHARING_VIOLATION,
+        Some(rustix::io::Errno::ADDRNOTAVAIL) | Some(rustix::io::Errno::AFNOSUPPORT) => {
+            Status::INVALID_ADDRESS
+        }
+        Some(rustix::io::Errno::INVAL) => Status::ADDRESS_ALREADY_ASSOCIATED,
+        _ => Status::INSUFFICIENT_RESOURCES,
+    }
+}
+
+/// ND status for a failed connection attempt (IND2Connector::Connect return values).
+pub(crate) fn connect_status(e: &io::Error) -> Status {
+    use rustix::io::Errno;
+    match Errno::from_io_error(e) {
+        Some(Errno::CONNREFUSED) => Status::CONNECTION_REFUSED,
+        Some(Errno::NETUNREACH) | Some(Errno::NETDOWN) => Status::NETWORK_UNREACHABLE,
+        Some(Errno::HOSTUNREACH) | Some(Errno::HOSTDOWN) => Status::HOST_UNREACHABLE,
+        Some(Errno::TIMEDOUT) => Status::IO_TIMEOUT,
+        Some(Errno::CONNRESET) | Some(Errno::CONNABORTED) | Some(Errno::PIPE) => {
+            Status::CONNECTION_ABORTED
+        }
+        Some(Errno::ADDRNOTAVAIL) | Some(Errno::AFNOSUPPORT) => Status::INVALID_ADDRESS,
+        Some(Errno::ADDRINUSE) => Status::ADDRESS_ALREADY_EXISTS,
+        _ => Status::UNSUCCESSFUL,
+    }
+}
+
+/// The wildcard address of `addr`'s family.
+pub(crate) fn unspecified_like(addr: &SocketAddr) -> SocketAddr {
+    let ip: IpAddr = if addr.is_ipv6() {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    };
+    SocketAddr::new(ip, 0)
+}
+
+/// The local address of a socket.
+pub(crate) fn local_of(s: &Socket) -> Option<SocketAddr> {
+    s.local_addr().ok().and_then(|a| a.as_socket())
+}
+
+/// The peer address of a socket.
+pub(crate) fn peer_of(s: &Socket) -> Option<SocketAddr> {
+    s.peer_addr().ok().and_then(|a| a.as_socket())
+}
+
+/// Write all of `bytes` to a non-blocking socket that has room (MPA frames are small and sent
+/// on fresh connections); waits for writability if it must.
+pub(crate) fn write_all(s: &Socket, mut bytes: &[u8]) -> io::Result<()> {
+    use rustix::net::SendFlags;
+    while !bytes.is_empty() {
+        match rustix::net::send(s, bytes, SendFlags::NOSIGNAL) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(rustix::io::Errno::AGAIN) => {
+                let mut fds = [rustix::event::PollFd::new(s, rustix::event::PollFlags::OUT)];
+                let t = rustix::time::Timespec {
+                    tv_sec: 1,
+                    tv_nsec: 0,
+                };
+                rustix::event::poll(&mut fds, Some(&t))?;
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
