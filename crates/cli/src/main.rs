@@ -3,6 +3,7 @@
 mod common;
 mod info;
 mod pingpong;
+mod rawtcp;
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +22,8 @@ enum Command {
     Info(info::Args),
     /// Send/Receive ping-pong latency (like ndpingpong); latency is half a round trip.
     Pingpong(pingpong::Args),
+    /// Raw kernel-TCP ping-pong, measured like `pingpong`: the yardstick for comparisons.
+    TcpPingpong(rawtcp::Args),
 }
 
 fn main() {
@@ -28,6 +31,7 @@ fn main() {
     let r = match cli.command {
         Command::Info(a) => info::run(&a),
         Command::Pingpong(a) => pingpong::run(&a),
+        Command::TcpPingpong(a) => rawtcp::run(&a),
     };
     if let Err(e) = r {
         eprintln!("nd: {e}");
