@@ -36,7 +36,9 @@ fn xrecv(s: &mut TcpStream, buf: &mut [u8]) -> Result<(), String> {
         match s.read(&mut buf[got..]) {
             Ok(0) => return Err("peer closed".into()),
             Ok(n) => got += n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => std::hint::spin_loop(),
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                std::hint::spin_loop()
+            }
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -48,7 +50,9 @@ fn xsend(s: &mut TcpStream, buf: &[u8]) -> Result<(), String> {
     while sent < buf.len() {
         match s.write(&buf[sent..]) {
             Ok(n) => sent += n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => std::hint::spin_loop(),
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                std::hint::spin_loop()
+            }
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -57,8 +61,17 @@ fn xsend(s: &mut TcpStream, buf: &[u8]) -> Result<(), String> {
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
     if args.peer.loopback {
-        let mut f: Vec<String> = vec!["tcp-pingpong".into(), "--size".into(), args.size.to_string()];
-        f.extend(["-n".into(), args.iterations.to_string(), "--warmup".into(), args.warmup.to_string()]);
+        let mut f: Vec<String> = vec![
+            "tcp-pingpong".into(),
+            "--size".into(),
+            args.size.to_string(),
+        ];
+        f.extend([
+            "-n".into(),
+            args.iterations.to_string(),
+            "--warmup".into(),
+            args.warmup.to_string(),
+        ]);
         if args.blocking {
             f.push("--blocking".into());
         }
@@ -81,7 +94,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             }
             let (mut s, _) = l.accept().map_err(|e| e.to_string())?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
-            s.set_nonblocking(!args.blocking).map_err(|e| e.to_string())?;
+            s.set_nonblocking(!args.blocking)
+                .map_err(|e| e.to_string())?;
             for _ in 0..total {
                 xrecv(&mut s, &mut buf)?;
                 xsend(&mut s, &buf)?;
@@ -90,7 +104,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         Role::Client(dest) => {
             let mut s = TcpStream::connect(dest).map_err(|e| e.to_string())?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
-            s.set_nonblocking(!args.blocking).map_err(|e| e.to_string())?;
+            s.set_nonblocking(!args.blocking)
+                .map_err(|e| e.to_string())?;
             let mut samples = vec![0u64; args.iterations as usize];
             for i in 0..total {
                 let t0 = Instant::now();
@@ -101,7 +116,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 }
             }
             let lat = Latency::from_ns(&mut samples);
-            let op = if args.blocking { "raw-tcp-blocking" } else { "raw-tcp" };
+            let op = if args.blocking {
+                "raw-tcp-blocking"
+            } else {
+                "raw-tcp"
+            };
             if args.json {
                 let v = serde_json::json!({
                     "provider": "kernel-tcp", "op": op, "size": args.size, "iterations": args.iterations,
@@ -110,7 +129,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 });
                 println!("{v}");
             } else {
-                println!("raw TCP ping-pong {} bytes: median {:.2} us, p99 {:.2} us (half round trip)", args.size, lat.median_us, lat.p99_us);
+                println!(
+                    "raw TCP ping-pong {} bytes: median {:.2} us, p99 {:.2} us (half round trip)",
+                    args.size, lat.median_us, lat.p99_us
+                );
             }
         }
     }

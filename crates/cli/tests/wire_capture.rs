@@ -11,7 +11,12 @@ use std::process::{Child, Command, Stdio};
 const ND: &str = env!("CARGO_BIN_EXE_nd");
 
 fn tshark_available() -> bool {
-    Command::new("tshark").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("tshark")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Kills a child on drop, so a failed assertion never leaves a process behind.
@@ -25,8 +30,18 @@ impl Drop for Guard {
 
 fn analyze(pcap: &std::path::Path, extra: &[&str]) -> String {
     let out = Command::new("tshark")
-        .args(["-r", pcap.to_str().expect("utf-8 path"), "-o", "tcp.try_heuristic_first:TRUE"])
-        .args(["--disable-heuristic", "rpcrdma_iwarp", "--disable-heuristic", "smb_direct_iwarp"])
+        .args([
+            "-r",
+            pcap.to_str().expect("utf-8 path"),
+            "-o",
+            "tcp.try_heuristic_first:TRUE",
+        ])
+        .args([
+            "--disable-heuristic",
+            "rpcrdma_iwarp",
+            "--disable-heuristic",
+            "smb_direct_iwarp",
+        ])
         .args(extra)
         .stderr(Stdio::null())
         .output()
@@ -37,8 +52,13 @@ fn analyze(pcap: &std::path::Path, extra: &[&str]) -> String {
 #[test]
 fn pingpong_capture_decodes_as_iwarp() {
     if !tshark_available() {
-        assert!(std::env::var_os("CI").is_none(), "tshark is required under CI (apt-get install tshark)");
-        eprintln!("SKIPPED: tshark not installed (apt-get install tshark) — the wire check did not run");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tshark is required under CI (apt-get install tshark)"
+        );
+        eprintln!(
+            "SKIPPED: tshark not installed (apt-get install tshark) — the wire check did not run"
+        );
         return;
     }
     let iters = 20;
@@ -47,14 +67,29 @@ fn pingpong_capture_decodes_as_iwarp() {
     let w = warmup.to_string();
     let mut server = Guard(
         Command::new(ND)
-            .args(["pingpong", "-s", "127.0.0.1:0", "--announce", "-n", &n, "--warmup", &w])
+            .args([
+                "pingpong",
+                "-s",
+                "127.0.0.1:0",
+                "--announce",
+                "-n",
+                &n,
+                "--warmup",
+                &w,
+            ])
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn server"),
     );
     let mut line = String::new();
-    BufReader::new(server.0.stdout.take().expect("piped")).read_line(&mut line).expect("read LISTENING");
-    let addr = line.trim().strip_prefix("LISTENING ").expect("server announces its address").to_string();
+    BufReader::new(server.0.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .expect("read LISTENING");
+    let addr = line
+        .trim()
+        .strip_prefix("LISTENING ")
+        .expect("server announces its address")
+        .to_string();
     let port = addr.rsplit(':').next().expect("port").to_string();
 
     // A port nobody listens on: connecting to it draws an RST, a marker we can see tshark print.
@@ -68,7 +103,16 @@ fn pingpong_capture_decodes_as_iwarp() {
     let mut tshark = Guard(
         Command::new("tshark")
             // -P -l: also print each packet's summary, line by line, as it is captured.
-            .args(["-i", "lo", "-f", &format!("tcp port {port} or tcp port {}", marker.port()), "-w", pcap.to_str().expect("utf-8"), "-P", "-l"])
+            .args([
+                "-i",
+                "lo",
+                "-f",
+                &format!("tcp port {port} or tcp port {}", marker.port()),
+                "-w",
+                pcap.to_str().expect("utf-8"),
+                "-P",
+                "-l",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -91,27 +135,51 @@ fn pingpong_capture_decodes_as_iwarp() {
     let knock = |what: &str| {
         for _ in 0..50 {
             let _ = std::net::TcpStream::connect(marker);
-            if rx.recv_timeout(std::time::Duration::from_millis(200)).is_ok() {
+            if rx
+                .recv_timeout(std::time::Duration::from_millis(200))
+                .is_ok()
+            {
                 return;
             }
         }
         panic!("tshark never showed the {what} marker");
     };
     knock("start");
-    let client = Command::new(ND).args(["pingpong", "-c", &addr, "-n", &n, "--warmup", &w]).status().expect("run client");
+    let client = Command::new(ND)
+        .args(["pingpong", "-c", &addr, "-n", &n, "--warmup", &w])
+        .status()
+        .expect("run client");
     assert!(client.success(), "client failed");
     assert!(server.0.wait().expect("server").success(), "server failed");
     // Once tshark shows a marker sent after the run, every earlier packet is captured too
     // (lo delivers in order).
     while rx.try_recv().is_ok() {}
     knock("end");
-    rustix::process::kill_process(rustix::process::Pid::from_raw(tshark.0.id() as i32).expect("pid"), rustix::process::Signal::INT)
-        .expect("signal tshark");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(tshark.0.id() as i32).expect("pid"),
+        rustix::process::Signal::INT,
+    )
+    .expect("signal tshark");
     assert!(tshark.0.wait().expect("tshark").success() || pcap.exists());
 
     let fields = analyze(
         &pcap,
-        &["-T", "fields", "-E", "separator=;", "-e", "iwarp_mpa.key.req", "-e", "iwarp_mpa.key.rep", "-e", "iwarp_rdma.opcode", "-e", "iwarp_mpa.ulpdulength", "-e", "iwarp_mpa.crc_check"],
+        &[
+            "-T",
+            "fields",
+            "-E",
+            "separator=;",
+            "-e",
+            "iwarp_mpa.key.req",
+            "-e",
+            "iwarp_mpa.key.rep",
+            "-e",
+            "iwarp_rdma.opcode",
+            "-e",
+            "iwarp_mpa.ulpdulength",
+            "-e",
+            "iwarp_mpa.crc_check",
+        ],
     );
     let (mut requests, mut replies, mut sends, mut rtr) = (0, 0, 0, 0);
     for line in fields.lines() {
@@ -125,7 +193,11 @@ fn pingpong_capture_decodes_as_iwarp() {
         let opcodes: Vec<&str> = f[2].split(',').filter(|s| !s.is_empty()).collect();
         let lens: Vec<&str> = f[3].split(',').filter(|s| !s.is_empty()).collect();
         let crcs: Vec<&str> = f[4].split(',').filter(|s| !s.is_empty()).collect();
-        assert_eq!(opcodes.len(), crcs.len(), "every FPDU has a checked CRC: {line}");
+        assert_eq!(
+            opcodes.len(),
+            crcs.len(),
+            "every FPDU has a checked CRC: {line}"
+        );
         for (op, len) in opcodes.iter().zip(&lens) {
             match *op {
                 "0x03" => sends += 1,
@@ -135,12 +207,29 @@ fn pingpong_capture_decodes_as_iwarp() {
             }
         }
     }
-    assert_eq!((requests, replies, rtr), (1, 1, 1), "one MPA Request, one Reply, one RTR in:\n{fields}");
-    assert_eq!(sends, 2 * (iters + warmup), "every ping and pong decodes as an RDMAP Send");
+    assert_eq!(
+        (requests, replies, rtr),
+        (1, 1, 1),
+        "one MPA Request, one Reply, one RTR in:\n{fields}"
+    );
+    assert_eq!(
+        sends,
+        2 * (iters + warmup),
+        "every ping and pong decodes as an RDMAP Send"
+    );
 
     let expert = analyze(&pcap, &["-q", "-z", "expert"]);
-    assert!(!expert.contains("Errors ("), "tshark reports errors:\n{expert}");
-    assert!(!expert.contains("Malformed"), "tshark reports malformed packets:\n{expert}");
-    assert!(!expert.contains("Bad CRC"), "tshark reports bad CRCs:\n{expert}");
+    assert!(
+        !expert.contains("Errors ("),
+        "tshark reports errors:\n{expert}"
+    );
+    assert!(
+        !expert.contains("Malformed"),
+        "tshark reports malformed packets:\n{expert}"
+    );
+    assert!(
+        !expert.contains("Bad CRC"),
+        "tshark reports bad CRCs:\n{expert}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -198,6 +198,8 @@ impl TcpConnector {
         };
         let Some(result) = result else { return };
         let _ = ov;
+        let me: Weak<dyn Source> = self.me.clone();
+        self.shared.engine.cancel_timers(&me);
         let State::Connecting {
             sock,
             qp,
@@ -454,9 +456,13 @@ impl traits::Connector for TcpConnector {
                 Status::CONNECTION_ABORTED,
             ));
         }
+        // After Accept, GetReadLimits reports the negotiated limits from our point of view
+        // (nd-reference.md §2.10 GetReadLimits, D25): inbound = the Reads the peer may now
+        // issue = our IRD as sent in the Reply, outbound = our ORD as sent. The peer's
+        // *requested* ORD is no longer the answer once Accept has clamped it.
         g.limits = ReadLimits {
-            inbound: u32::from(neg.peer_ord).max(ird),
-            outbound: ord,
+            inbound: u32::from(neg.local_ird),
+            outbound: u32::from(neg.local_ord),
         };
         let (ov, c) = Overlapped::pending(self.shared.engine.clone());
         qp.establish_passive(inc.sock, &neg, c)?;

@@ -1,16 +1,21 @@
-//! The adapter's I/O engine: an epoll set of every socket the adapter owns, plus an eventfd.
+//! The adapter's I/O engine.
 //!
 //! There is no progress thread. Whoever waits drives the I/O:
-//! * a polling caller (`CompletionQueue::get_results`) reads its queue pairs' sockets directly;
-//! * a blocking caller (`Overlapped::wait`) calls [`Engine::wait`], which sleeps in `epoll_wait`
-//!   on the whole set and dispatches what became ready on its own thread, so one message costs
-//!   one wake-up. Several blocking callers share the set leader/follower style: one sleeps in
-//!   `epoll_wait`, the others on a condition variable that every completion signals.
+//! * a polling caller (`CompletionQueue::get_results`) reads its queue pairs' sockets directly
+//!   with non-blocking `recv` — no readiness syscall in between;
+//! * a blocking caller (`Overlapped::wait`) calls [`Engine::wait`], which sleeps in `poll(2)` on
+//!   the control set (an epoll descriptor holding listeners, handshakes, connection attempts and
+//!   an eventfd) together with every data socket, and dispatches what became ready on its own
+//!   thread: one wake-up per event. Several blocking callers share this leader/follower style:
+//!   one sleeps in `poll`, the others on a condition variable that every completion signals.
 //!
-//! The epoll descriptor doubles as the adapter's overlapped file ([`Engine::fd`]): it becomes
+//! Data sockets ("streams") are deliberately *not* kept in an epoll set while nobody needs it:
+//! a socket with a waiter on its wait queue pays an epoll callback for every arriving segment,
+//! which costs a busy-polling ping-pong about 0.5 µs per message on this machine class
+//! (docs/BENCHMARKS.md). They join the epoll set only once an application takes the adapter's
+//! descriptor for its own event loop ([`Engine::fd`]); from then on the descriptor becomes
 //! readable when a socket needs attention or a request completed on another thread (the eventfd
-//! inside it is written then), and the owner of an external event loop calls
-//! `Adapter::progress` when it is.
+//! is written then), and the loop calls `Adapter::progress`.
 
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -21,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use netdirect_spi::kit::overlapped::Driver;
 use rustix::event::epoll::{self, EventData, EventFlags};
-use rustix::event::{eventfd, EventfdFlags};
+use rustix::event::{eventfd, EventfdFlags, PollFd, PollFlags};
 use slab::Slab;
+use socket2::Socket;
 
 /// Something registered with the engine: a listener, a pending handshake, a queue pair.
 pub(crate) trait Source: Send + Sync {
@@ -35,27 +41,48 @@ pub(crate) trait Source: Send + Sync {
     fn on_timer(&self) {}
 }
 
-/// Token 0 is the eventfd; sources get `slab key + 1`.
+/// Token 0 is the eventfd; control sources get `slab key + 1`; streams `STREAM_TOKEN | key`.
 const WAKE_TOKEN: u64 = 0;
+const STREAM_TOKEN: u64 = 1 << 63;
+
+/// A data socket and what the engine needs to watch it.
+pub(crate) struct StreamShared {
+    sock: Socket,
+    /// The owner has output the socket did not take: wait for writability too.
+    wants_write: AtomicBool,
+}
+
+struct StreamEntry {
+    shared: Arc<StreamShared>,
+    source: Weak<dyn Source>,
+}
 
 /// One epoll set per adapter.
 pub(crate) struct Engine {
     epfd: OwnedFd,
     wake: OwnedFd,
     sources: Mutex<Slab<Weak<dyn Source>>>,
-    /// Held by the thread sleeping in `epoll_wait` (the leader).
-    leader: Mutex<()>,
+    streams: Mutex<Slab<StreamEntry>>,
+    /// Held by the thread sleeping in `poll` (the leader), with its reusable scratch space.
+    leader: Mutex<LeaderScratch>,
     /// Followers sleep here; bumped on every notify.
     generation: Mutex<u64>,
     cond: Condvar,
     /// Threads inside `wait`: `notify` only pays for the eventfd write when someone sleeps
     /// or an external event loop watches the descriptor.
     sleepers: AtomicUsize,
+    /// The epoll descriptor was handed out: streams are kept in the epoll set too.
     fd_exported: AtomicBool,
     /// Deadlines (connect timeouts). Few and short-lived: a plain list.
     timers: Mutex<Vec<(Instant, Weak<dyn Source>)>>,
     /// Whether `timers` may be non-empty (keeps the polling path free of the lock).
     has_timers: AtomicBool,
+}
+
+/// What the leader reuses from one wait to the next (no allocation per wait).
+#[derive(Default)]
+struct LeaderScratch {
+    streams: Vec<(Arc<StreamShared>, Weak<dyn Source>)>,
 }
 
 impl fmt::Debug for Engine {
@@ -121,7 +148,8 @@ impl Engine {
             epfd,
             wake,
             sources: Mutex::new(Slab::new()),
-            leader: Mutex::new(()),
+            streams: Mutex::new(Slab::new()),
+            leader: Mutex::new(LeaderScratch::default()),
             generation: Mutex::new(0),
             cond: Condvar::new(),
             sleepers: AtomicUsize::new(0),
@@ -131,10 +159,52 @@ impl Engine {
         }))
     }
 
-    /// The adapter's overlapped descriptor (the epoll set).
+    /// The adapter's overlapped descriptor (the epoll set). From the first call on, data
+    /// sockets are watched by the epoll set as well, so the descriptor reports them.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.fd_exported.store(true, Ordering::Relaxed);
+        if !self.fd_exported.swap(true, Ordering::SeqCst) {
+            let streams = self.lock_streams();
+            for (key, e) in streams.iter() {
+                let _ = epoll::add(
+                    &self.epfd,
+                    &e.shared.sock,
+                    EventData::new_u64(STREAM_TOKEN | key as u64),
+                    stream_flags(),
+                );
+            }
+        }
         self.epfd.as_fd()
+    }
+
+    fn lock_streams(&self) -> std::sync::MutexGuard<'_, Slab<StreamEntry>> {
+        self.streams.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adopt a connected data socket owned by `source` (a queue pair), which drives it itself
+    /// when polled; the engine watches it for blocking waiters.
+    pub(crate) fn add_stream(self: &Arc<Self>, sock: Socket, source: Weak<dyn Source>) -> Stream {
+        let shared = Arc::new(StreamShared {
+            sock,
+            wants_write: AtomicBool::new(false),
+        });
+        let mut streams = self.lock_streams();
+        let key = streams.insert(StreamEntry {
+            shared: shared.clone(),
+            source,
+        });
+        if self.fd_exported.load(Ordering::SeqCst) {
+            let _ = epoll::add(
+                &self.epfd,
+                &shared.sock,
+                EventData::new_u64(STREAM_TOKEN | key as u64),
+                stream_flags(),
+            );
+        }
+        Stream {
+            shared,
+            engine: self.clone(),
+            key,
+        }
     }
 
     /// Watch `sock` (edge-triggered) on behalf of `source`.
@@ -200,6 +270,15 @@ impl Engine {
         self.has_timers.store(true, Ordering::Release);
     }
 
+    /// Forget every timer of `source` (it no longer needs one).
+    pub(crate) fn cancel_timers(&self, source: &Weak<dyn Source>) {
+        let mut t = self.timers.lock().unwrap_or_else(|e| e.into_inner());
+        t.retain(|(_, s)| !Weak::ptr_eq(s, source) && s.strong_count() > 0);
+        if t.is_empty() {
+            self.has_timers.store(false, Ordering::Release);
+        }
+    }
+
     /// Fire expired timers; returns how long until the next one.
     fn run_timers(&self) -> Option<Duration> {
         if !self.has_timers.load(Ordering::Acquire) {
@@ -229,22 +308,90 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Drive every data socket once (when they are not in the epoll set).
+    fn progress_streams(&self) {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<Weak<dyn Source>>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with(|scratch| {
+            let Ok(mut list) = scratch.try_borrow_mut() else {
+                return;
+            };
+            list.clear();
+            list.extend(self.lock_streams().iter().map(|(_, e)| e.source.clone()));
+            // The stream lock is released before the sources run: they take their own locks
+            // and may add streams.
+            for s in list.iter().filter_map(Weak::upgrade) {
+                s.on_ready(EventFlags::IN | EventFlags::OUT);
+            }
+            list.clear();
+        });
+    }
+
+    /// The leader's sleep: `poll(2)` on the control set and every data socket.
+    fn sleep_on_all(&self, scratch: &mut LeaderScratch, timeout: Option<Duration>) {
+        scratch.streams.clear();
+        scratch.streams.extend(
+            self.lock_streams()
+                .iter()
+                .map(|(_, e)| (e.shared.clone(), e.source.clone())),
+        );
+        let mut fds = Vec::with_capacity(scratch.streams.len() + 1);
+        fds.push(PollFd::new(&self.epfd, PollFlags::IN));
+        for (sh, _) in &scratch.streams {
+            let mut f = PollFlags::IN | PollFlags::RDHUP;
+            if sh.wants_write.load(Ordering::Acquire) {
+                f |= PollFlags::OUT;
+            }
+            fds.push(PollFd::new(&sh.sock, f));
+        }
+        let ts = timeout.map(|t| rustix::time::Timespec {
+            tv_sec: t.as_secs().min(i32::MAX as u64) as _,
+            tv_nsec: t.subsec_nanos() as _,
+        });
+        if rustix::event::poll(&mut fds, ts.as_ref()).is_err() {
+            return; // EINTR: the caller re-checks its condition
+        }
+        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+        drop(fds);
+        if ready[0] {
+            self.poll(Some(Duration::ZERO));
+        }
+        for ((_, src), r) in scratch.streams.iter().zip(&ready[1..]) {
+            if *r {
+                if let Some(s) = src.upgrade() {
+                    s.on_ready(EventFlags::IN | EventFlags::OUT);
+                }
+            }
+        }
+        scratch.streams.clear();
+    }
+}
+
 impl Driver for Engine {
     fn progress(&self) {
         self.poll(Some(Duration::ZERO));
+        if !self.fd_exported.load(Ordering::Relaxed) {
+            self.progress_streams();
+        }
         self.run_timers();
     }
 
     fn wait(&self, timeout: Option<Duration>) {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        if let Ok(_leader) = self.leader.try_lock() {
+        if let Ok(mut scratch) = self.leader.try_lock() {
             let timeout = match (timeout, self.run_timers()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            self.poll(timeout);
+            if self.fd_exported.load(Ordering::SeqCst) {
+                self.poll(timeout);
+            } else {
+                self.sleep_on_all(&mut scratch, timeout);
+            }
             self.run_timers();
-            drop(_leader);
+            drop(scratch);
             // Let followers re-check what this thread's dispatch completed.
             self.bump();
         } else {
@@ -268,5 +415,48 @@ impl Engine {
     fn bump(&self) {
         *self.generation.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         self.cond.notify_all();
+    }
+}
+
+fn stream_flags() -> EventFlags {
+    EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET
+}
+
+/// A data socket adopted by the engine ([`Engine::add_stream`]); leaves it on drop.
+pub(crate) struct Stream {
+    shared: Arc<StreamShared>,
+    engine: Arc<Engine>,
+    key: usize,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Stream({})", self.key)
+    }
+}
+
+impl Stream {
+    /// The socket.
+    pub(crate) fn get(&self) -> &Socket {
+        &self.shared.sock
+    }
+
+    /// Whether a blocked waiter should also wake for writability (the owner has output the
+    /// socket did not take).
+    pub(crate) fn set_wants_write(&self, yes: bool) {
+        self.shared.wants_write.store(yes, Ordering::Release);
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.engine.fd_exported.load(Ordering::SeqCst) {
+            let _ = epoll::delete(&self.engine.epfd, &self.shared.sock);
+        }
+        let mut s = self.engine.lock_streams();
+        if s.contains(self.key) {
+            s.remove(self.key);
+        }
+        // The socket closes when the last reference (possibly a waiter's) goes.
     }
 }

@@ -152,11 +152,28 @@ impl traits::Listener for TcpListener {
         if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
             return fail(Status::INVALID_ADDRESS);
         }
-        let s =
-            sockets::stream_for(&addr).map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        // Servers rebind ports whose old connections sit in TIME_WAIT.
-        let _ = s.set_reuse_address(true);
-        let local = sockets::bind_nd(&s, addr)?;
+        let mut held = held();
+        if addr.port() != 0 && held.iter().any(|h| overlaps(h, &addr)) {
+            return fail(Status::SHARING_VIOLATION);
+        }
+        let mut tries = 0;
+        let (s, local) = loop {
+            let s = sockets::stream_for(&addr)
+                .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+            // Servers rebind ports whose old connections sit in TIME_WAIT.
+            let _ = s.set_reuse_address(true);
+            let local = sockets::bind_nd(&s, addr)?;
+            if !held.iter().any(|h| overlaps(h, &local)) {
+                break (s, local);
+            }
+            // Port 0 landed on a port another listener of ours holds (SO_REUSEADDR let the
+            // kernel allow it): pick again, from another random start.
+            tries += 1;
+            if tries == 64 {
+                return fail(Status::TOO_MANY_ADDRESSES);
+            }
+        };
+        held.push(local);
         g.local = Some(local);
         g.bound = Some(s);
         Ok(())
@@ -239,7 +256,32 @@ impl Drop for TcpListener {
         for (_, c) in g.waiting.drain(..) {
             c.complete(Status::CANCELED);
         }
+        if let Some(a) = g.local {
+            let mut held = held();
+            if let Some(i) = held.iter().position(|h| *h == a) {
+                held.swap_remove(i);
+            }
+        }
     }
+}
+
+/// Addresses held by this process's bound listeners. `Bind` must report an address already in
+/// use on this adapter as ND_SHARING_VIOLATION (nd-reference.md §2.11 IND2Listener::Bind), but
+/// the listening sockets set SO_REUSEADDR (to rebind ports whose old connections sit in
+/// TIME_WAIT), and with it Linux lets two sockets that are bound but not yet listening share
+/// an address: the clash would only surface at Listen, which has no such status.
+static HELD: Mutex<Vec<SocketAddr>> = Mutex::new(Vec::new());
+
+fn held() -> MutexGuard<'static, Vec<SocketAddr>> {
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether two listener addresses claim the same port (a wildcard claims every address of its
+/// family; IPv6 sockets are v6-only here).
+fn overlaps(a: &SocketAddr, b: &SocketAddr) -> bool {
+    a.port() == b.port()
+        && a.is_ipv6() == b.is_ipv6()
+        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
 }
 
 struct HsInner {

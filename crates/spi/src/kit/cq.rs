@@ -1,15 +1,22 @@
 //! A completion queue that software providers share (`IND2CompletionQueue`, `nd-reference.md` §2.5).
 //!
-//! [`CqCore`] holds the completions and the notification state. `get_results` drives the
-//! provider's I/O itself (through the adapter's [`Driver`]) when the queue is empty, so a
+//! [`CqCore`] holds the completions, the notification state and the queue pairs that complete
+//! into it. `get_results` drives those queue pairs' I/O itself when the queue is empty, so a
 //! busy-polling caller needs no helper thread: the poll *is* the progress.
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use crate::kit::overlapped::{Driver, Overlapped, PendingRequests};
 use crate::{Error, NdResult, NotifyType, Result, Status};
+
+/// Something whose I/O a completion queue drives when polled: a provider's queue pair.
+pub trait ProgressSource: Send + Sync {
+    /// Make whatever progress is possible without blocking. Never called with the CQ's lock
+    /// held (the source pushes completions into the CQ).
+    fn progress(&self);
+}
 
 #[derive(Debug, Default)]
 struct Triggers {
@@ -35,6 +42,7 @@ struct Inner {
 /// A software completion queue.
 pub struct CqCore {
     inner: Mutex<Inner>,
+    sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
     driver: Arc<dyn Driver>,
 }
 
@@ -67,6 +75,7 @@ impl CqCore {
                 armed: None,
                 waiters: PendingRequests::new(),
             }),
+            sources: RwLock::new(Vec::new()),
             driver,
         }
     }
@@ -78,6 +87,29 @@ impl CqCore {
     /// The driver of the adapter this CQ belongs to.
     pub fn driver(&self) -> &Arc<dyn Driver> {
         &self.driver
+    }
+
+    /// Register a queue pair whose I/O `get_results` drives.
+    pub fn attach(&self, source: Weak<dyn ProgressSource>) {
+        let mut s = self.sources.write().unwrap_or_else(|e| e.into_inner());
+        s.retain(|w| w.strong_count() > 0);
+        s.push(source);
+    }
+
+    /// Drive the I/O of every attached queue pair once, or the whole adapter's if none is
+    /// attached.
+    pub fn progress(&self) {
+        let sources = self.sources.read().unwrap_or_else(|e| e.into_inner());
+        if sources.is_empty() {
+            drop(sources);
+            self.driver.progress();
+            return;
+        }
+        for s in sources.iter() {
+            if let Some(s) = s.upgrade() {
+                s.progress();
+            }
+        }
     }
 
     /// Queue one completion. Never fails: beyond the depth the CQ enters the overrun state, which
@@ -119,9 +151,8 @@ impl CqCore {
 
     /// `GetResults`: move up to `out.len()` completions into `out`; returns how many.
     ///
-    /// When the queue is empty this first drives the adapter's I/O (non-blocking, through the
-    /// [`Driver`]), so a caller that polls makes progress itself. Must not be called from inside
-    /// the driver.
+    /// When the queue is empty this first drives the attached queue pairs' I/O (non-blocking),
+    /// so a caller that polls makes progress itself.
     pub fn get_results(&self, out: &mut [NdResult]) -> usize {
         if out.is_empty() {
             return 0;
@@ -130,7 +161,7 @@ impl CqCore {
         if n > 0 {
             return n;
         }
-        self.driver.progress();
+        self.progress();
         self.take(out)
     }
 

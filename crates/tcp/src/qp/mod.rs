@@ -15,7 +15,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use netdirect_spi::kit::cq::{CqCore, PushKind};
+use netdirect_spi::kit::cq::{CqCore, ProgressSource, PushKind};
 use netdirect_spi::kit::mr::{Access, AccessError, Registration};
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
@@ -26,7 +26,7 @@ use socket2::Socket;
 
 use crate::adapter::Shared;
 use crate::cq::TcpCq;
-use crate::engine::{Registered, Source};
+use crate::engine::{Source, Stream};
 use queue::{Seg, WrQueue};
 use rx::Rx;
 use tx::Tx;
@@ -70,7 +70,7 @@ pub(crate) struct SendWr {
 
 pub(crate) struct Inner {
     pub(crate) conn: Conn,
-    pub(crate) sock: Option<Registered<Socket>>,
+    pub(crate) sock: Option<Stream>,
     pub(crate) crc: bool,
     pub(crate) rq: WrQueue<RecvWr>,
     pub(crate) sq: WrQueue<SendWr>,
@@ -151,6 +151,11 @@ impl TcpQp {
                 cache: None,
             }),
         });
+        let src: Weak<dyn ProgressSource> = qp.me.clone();
+        rcq.core.attach(src.clone());
+        if !Arc::ptr_eq(&rcq, &icq) {
+            icq.core.attach(src);
+        }
         Ok(qp)
     }
 
@@ -386,7 +391,11 @@ impl TcpQp {
         let Some(sock) = g.sock.as_ref().map(|s| s.get()) else {
             return;
         };
-        match g.tx.write_to(sock) {
+        let result = g.tx.write_to(sock);
+        if let Some(s) = &g.sock {
+            s.set_wants_write(g.tx.has_output());
+        }
+        match result {
             Ok(done) => {
                 for _ in 0..done {
                     if let Some(wr) = g.sq.pop() {
@@ -404,6 +413,7 @@ impl TcpQp {
         if g.sock.is_none() {
             return;
         }
+
         if g.tx.has_output() {
             self.flush_tx(g);
         }
@@ -516,12 +526,7 @@ impl TcpQp {
             return fail(Status::CONNECTION_ACTIVE);
         }
         let src: Weak<dyn Source> = self.me.clone();
-        let reg = self
-            .shared
-            .engine
-            .register(sock, src)
-            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        g.sock = Some(reg);
+        g.sock = Some(self.shared.engine.add_stream(sock, src));
         g.crc = neg.crc;
         g.was_connected = true;
         g.rx.start(neg.crc, leftover);
@@ -574,6 +579,13 @@ impl TcpQp {
             a.complete(Status::CANCELED);
             self.close(&mut g, Status::CANCELED);
         }
+    }
+}
+
+impl ProgressSource for TcpQp {
+    fn progress(&self) {
+        let mut g = self.lock();
+        self.progress_locked(&mut g);
     }
 }
 

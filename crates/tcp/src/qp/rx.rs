@@ -49,6 +49,8 @@ pub(crate) struct Rx {
     stalled: Option<SegmentHeader>,
     /// Our Read RTR's zero-length response is still to come.
     rtr_read_response: bool,
+    /// The last `recv` returned less than asked: the socket was empty then.
+    drained: bool,
 }
 
 impl Rx {
@@ -62,6 +64,7 @@ impl Rx {
             dest: Dest::None,
             stalled: None,
             rtr_read_response: false,
+            drained: false,
         }
     }
 
@@ -110,6 +113,9 @@ impl TcpQp {
         }
         loop {
             if g.rx.start == g.rx.end {
+                if std::mem::take(&mut g.rx.drained) {
+                    return;
+                }
                 match self.fill(g) {
                     Ok(true) => {}
                     Ok(false) => return,
@@ -183,6 +189,9 @@ impl TcpQp {
             Ok((n, _)) => {
                 g.rx.start = 0;
                 g.rx.end = n;
+                // A short read emptied the socket. Anything that arrives later raises a new
+                // edge-triggered event, so skip the `recv` that would only say EAGAIN.
+                g.rx.drained = n < g.rx.buf.len();
                 Ok(true)
             }
             Err(Errno::AGAIN) => Ok(false),

@@ -330,8 +330,13 @@ impl Tx {
                 }
             }
             let flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
-            match rustix::net::sendmsg(sock, &iov[..k], &mut SendAncillaryBuffer::default(), flags)
-            {
+            let sent = if k == 1 {
+                // The common small message: plain send(2) skips the msghdr handling.
+                rustix::net::send(sock, &iov[0], flags)
+            } else {
+                rustix::net::sendmsg(sock, &iov[..k], &mut SendAncillaryBuffer::default(), flags)
+            };
+            match sent {
                 Ok(n) => done += self.advance(n),
                 Err(Errno::AGAIN) => return Ok(done),
                 Err(Errno::INTR) => {}
