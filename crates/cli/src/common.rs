@@ -209,7 +209,7 @@ impl Endpoint {
         addr: SocketAddr,
         announce: bool,
         cfg: &EndpointConfig,
-        pre_accept: impl FnOnce(&Endpoint) -> Result<(), String>,
+        pre_accept: impl FnOnce(&Self) -> Result<(), String>,
     ) -> Result<Self, String> {
         let ep = Self::open(provider, addr.ip(), cfg)?;
         let listener = ep
@@ -243,7 +243,7 @@ impl Endpoint {
         provider: &Provider,
         dest: SocketAddr,
         cfg: &EndpointConfig,
-        pre_connect: impl FnOnce(&Endpoint) -> Result<(), String>,
+        pre_connect: impl FnOnce(&Self) -> Result<(), String>,
     ) -> Result<Self, String> {
         let local = resolve_local(dest)?;
         let ep = Self::open(provider, local, cfg)?;

@@ -49,17 +49,17 @@ impl Provider {
     }
 
     /// Every registered provider.
-    pub fn all() -> Vec<Provider> {
+    pub fn all() -> Vec<Self> {
         registry()
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|p| Provider { inner: p.clone() })
+            .map(|p| Self { inner: p.clone() })
             .collect()
     }
 
     /// The provider called `name`; `ND_INVALID_PARAMETER` if there is none.
-    pub fn open(name: &str) -> Result<Provider> {
+    pub fn open(name: &str) -> Result<Self> {
         Self::all()
             .into_iter()
             .find(|p| p.name() == name)
@@ -67,7 +67,7 @@ impl Provider {
     }
 
     /// The provider `ND_PROVIDER` selects, or [`DEFAULT_PROVIDER`].
-    pub fn from_env() -> Result<Provider> {
+    pub fn from_env() -> Result<Self> {
         match std::env::var("ND_PROVIDER") {
             Ok(spec) if !spec.trim().is_empty() => Self::select(&spec),
             _ => Self::open(DEFAULT_PROVIDER),
@@ -76,7 +76,7 @@ impl Provider {
 
     /// Pick a provider by an `FI_PROVIDER`-style list: `a,b` (first present), `^a,b` (any
     /// provider not listed).
-    pub fn select(spec: &str) -> Result<Provider> {
+    pub fn select(spec: &str) -> Result<Self> {
         let all = Self::all();
         let spec = spec.trim();
         if let Some(neg) = spec.strip_prefix('^') {

@@ -70,7 +70,7 @@ struct Inner {
 
 /// A connector.
 pub(crate) struct TcpConnector {
-    me: Weak<TcpConnector>,
+    me: Weak<Self>,
     shared: Arc<Shared>,
     inner: Mutex<Inner>,
 }

@@ -11,7 +11,7 @@ use netdirect_spi::{NdResult, NotifyType, Result};
 /// A completion queue.
 #[derive(Debug)]
 pub(crate) struct TcpCq {
-    me: Weak<TcpCq>,
+    me: Weak<Self>,
     pub(crate) core: CqCore,
 }
 

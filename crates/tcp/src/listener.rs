@@ -41,7 +41,7 @@ struct Inner {
 
 /// The listener.
 pub(crate) struct TcpListener {
-    me: Weak<TcpListener>,
+    me: Weak<Self>,
     shared: Arc<Shared>,
     inner: Mutex<Inner>,
 }

@@ -68,7 +68,7 @@ pub struct Registration {
     /// For a window: the queue pair it is bound through (an opaque id chosen by the provider).
     pub bound_qp: AtomicU32,
     /// For a window: the region it was bound over.
-    pub parent: Option<Arc<Registration>>,
+    pub parent: Option<Arc<Self>>,
     /// Keeps owned memory alive for as long as any in-flight request holds this registration.
     _keepalive: Option<Arc<dyn Any + Send + Sync>>,
 }

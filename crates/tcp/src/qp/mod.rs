@@ -55,7 +55,7 @@ pub(crate) struct RecvWr {
 /// What an initiator request puts on the wire.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum TxKind {
-    Send { solicited: bool },
+    Send,
 }
 
 /// A posted initiator request.
@@ -89,7 +89,7 @@ pub(crate) struct Inner {
 
 /// The `tcp` provider's queue pair.
 pub(crate) struct TcpQp {
-    me: Weak<TcpQp>,
+    me: Weak<Self>,
     pub(crate) shared: Arc<Shared>,
     rcq: Arc<TcpCq>,
     icq: Arc<TcpCq>,
@@ -313,9 +313,7 @@ impl TcpQp {
         }
         let wr = SendWr {
             context,
-            kind: TxKind::Send {
-                solicited: flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT),
-            },
+            kind: TxKind::Send,
             flags,
             total,
             request_type: RequestType::Send,
@@ -376,10 +374,10 @@ impl TcpQp {
             let Inner { sq, tx, .. } = g;
             let (wr, segs) = sq.get(i).expect("index below len");
             match wr.kind {
-                TxKind::Send { .. } if wr.flags.contains(OpFlags::INLINE) => {
+                TxKind::Send if wr.flags.contains(OpFlags::INLINE) => {
                     tx.encode_stashed_inline(i, wr.flags, crc)
                 }
-                TxKind::Send { .. } => tx.encode_send(segs, wr.total, wr.flags, crc),
+                TxKind::Send => tx.encode_send(segs, wr.total, wr.flags, crc),
             }
             g.encoded += 1;
         }

@@ -42,9 +42,6 @@ impl<T> WrQueue<T> {
         self.wrs.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.wrs.is_empty()
-    }
 
     pub(crate) fn is_full(&self) -> bool {
         self.wrs.len() >= self.cap
@@ -77,10 +74,6 @@ impl<T> WrQueue<T> {
         Some((wr, &self.segs[base..base + *n as usize]))
     }
 
-    /// Mutable access to the `i`-th request.
-    pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.wrs.get_mut(i).map(|(w, _)| w)
-    }
 
     /// The front request and its segments.
     pub(crate) fn front(&self) -> Option<(&T, &[Seg])> {

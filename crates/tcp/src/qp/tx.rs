@@ -373,7 +373,7 @@ impl Tx {
 
 /// The pieces of registered memory holding message bytes `off..off+n` of `segs`, as slices.
 /// Returns how many pieces were filled (at most `out.len()`).
-fn gather<'a>(segs: &[Seg], off: u64, n: u64, out: &mut [&'a [u8]]) -> usize {
+fn gather(segs: &[Seg], off: u64, n: u64, out: &mut [&[u8]]) -> usize {
     let mut k = 0;
     let mut pos = 0u64;
     let end = off + n;
