@@ -249,10 +249,12 @@ impl Engine {
                 let _ = rustix::io::read(&self.wake, &mut buf);
                 continue;
             }
-            let source = self
-                .lock_sources()
-                .get(token as usize - 1)
-                .and_then(Weak::upgrade);
+            let source = if token & STREAM_TOKEN != 0 {
+                let key = (token & !STREAM_TOKEN) as usize;
+                self.lock_streams().get(key).and_then(|e| e.source.upgrade())
+            } else {
+                self.lock_sources().get(token as usize - 1).and_then(Weak::upgrade)
+            };
             if let Some(s) = source {
                 s.on_ready(flags);
             }
