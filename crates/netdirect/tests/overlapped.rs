@@ -10,7 +10,8 @@ use rustix::event::epoll;
 
 fn adapter() -> Adapter {
     let p = Provider::open("tcp").expect("tcp provider");
-    p.open_adapter_for("127.0.0.1:0".parse().expect("addr")).expect("adapter")
+    p.open_adapter_for("127.0.0.1:0".parse().expect("addr"))
+        .expect("adapter")
 }
 
 fn listen(a: &Adapter) -> (netdirect::Listener, SocketAddr) {
@@ -26,13 +27,25 @@ fn listen(a: &Adapter) -> (netdirect::Listener, SocketAddr) {
 fn run_event_loop(adapters: &[&Adapter], done: impl Fn() -> bool) {
     let ep = epoll::create(epoll::CreateFlags::CLOEXEC).expect("epoll");
     for (i, a) in adapters.iter().enumerate() {
-        epoll::add(&ep, a.fd(), epoll::EventData::new_u64(i as u64), epoll::EventFlags::IN).expect("add");
+        epoll::add(
+            &ep,
+            a.fd(),
+            epoll::EventData::new_u64(i as u64),
+            epoll::EventFlags::IN,
+        )
+        .expect("add");
     }
     let mut events = [std::mem::MaybeUninit::<epoll::Event>::uninit(); 4];
     while !done() {
-        let t = rustix::time::Timespec { tv_sec: 10, tv_nsec: 0 };
+        let t = rustix::time::Timespec {
+            tv_sec: 10,
+            tv_nsec: 0,
+        };
         let (ready, _) = epoll::wait(&ep, &mut events[..], Some(&t)).expect("epoll_wait");
-        assert!(!ready.is_empty(), "the adapter descriptor never became readable");
+        assert!(
+            !ready.is_empty(),
+            "the adapter descriptor never became readable"
+        );
         for ev in ready.iter() {
             adapters[ev.data.u64() as usize].progress();
         }
@@ -45,13 +58,18 @@ fn descriptor_becomes_readable_and_progress_completes_requests() {
     let client = adapter();
     let (listener, addr) = listen(&server);
     let sconn = server.create_connector().expect("connector");
-    let req = listener.get_connection_request(&sconn).expect("get connection request");
+    let req = listener
+        .get_connection_request(&sconn)
+        .expect("get connection request");
     assert_eq!(req.get_overlapped_result(false), Err(Error::PENDING));
 
     let cq = client.create_completion_queue(8, 0, 0).expect("cq");
-    let qp = client.create_queue_pair(&cq, &cq, 7, 4, 4, 1, 1, 0).expect("qp");
+    let qp = client
+        .create_queue_pair(&cq, &cq, 7, 4, 4, 1, 1, 0)
+        .expect("qp");
     let conn = client.create_connector().expect("connector");
-    conn.bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    conn.bind("127.0.0.1:0".parse().expect("addr"))
+        .expect("bind");
     let connect = conn.connect(&qp, addr, 0, 0, b"epoll").expect("connect");
 
     // The request arrives: the server's descriptor must report it.
@@ -60,11 +78,16 @@ fn descriptor_becomes_readable_and_progress_completes_requests() {
     assert_eq!(sconn.private_data().expect("private data"), b"epoll");
 
     let scq = server.create_completion_queue(8, 0, 0).expect("cq");
-    let sqp = server.create_queue_pair(&scq, &scq, 9, 4, 4, 1, 1, 0).expect("qp");
+    let sqp = server
+        .create_queue_pair(&scq, &scq, 9, 4, 4, 1, 1, 0)
+        .expect("qp");
     let accept = sconn.accept(&sqp, 0, 0, b"ok").expect("accept");
     run_event_loop(&[&server, &client], || connect.try_result().is_some());
     assert_eq!(connect.try_result(), Some(Ok(())));
-    conn.complete_connect().expect("complete connect").wait().expect("complete connect");
+    conn.complete_connect()
+        .expect("complete connect")
+        .wait()
+        .expect("complete connect");
     run_event_loop(&[&server, &client], || accept.try_result().is_some());
     assert_eq!(accept.try_result(), Some(Ok(())));
 }
@@ -74,10 +97,17 @@ fn cancel_completes_pending_requests_in_order() {
     let a = adapter();
     let (listener, _) = listen(&a);
     let reqs: Vec<Overlapped> = (0..3)
-        .map(|_| listener.get_connection_request(&a.create_connector().expect("connector")).expect("request"))
+        .map(|_| {
+            listener
+                .get_connection_request(&a.create_connector().expect("connector"))
+                .expect("request")
+        })
         .collect();
     for r in &reqs {
-        assert!(r.get_overlapped_result(false).expect_err("pending").is_pending());
+        assert!(r
+            .get_overlapped_result(false)
+            .expect_err("pending")
+            .is_pending());
     }
     listener.cancel_overlapped_requests().expect("cancel");
     // Before cancel_overlapped_requests returns, every request has its final status.
@@ -90,7 +120,9 @@ fn cancel_completes_pending_requests_in_order() {
 fn wait_timeout_returns_while_pending() {
     let a = adapter();
     let (listener, _) = listen(&a);
-    let req = listener.get_connection_request(&a.create_connector().expect("connector")).expect("request");
+    let req = listener
+        .get_connection_request(&a.create_connector().expect("connector"))
+        .expect("request");
     assert_eq!(req.wait_timeout(Some(Duration::from_millis(20))), None);
     listener.cancel_overlapped_requests().expect("cancel");
     assert_eq!(req.wait(), Err(Error::new(Status::CANCELED)));
@@ -104,7 +136,9 @@ fn an_overlapped_is_a_future() {
     let sconn = server.create_connector().expect("connector");
     let req = listener.get_connection_request(&sconn).expect("request");
     let cq = client.create_completion_queue(8, 0, 0).expect("cq");
-    let qp = client.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0).expect("qp");
+    let qp = client
+        .create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)
+        .expect("qp");
     let conn = client.create_connector().expect("connector");
     let connect = conn.connect(&qp, addr, 0, 0, &[]).expect("connect");
     // A minimal executor: poll the future, and between polls drive both adapters, as a

@@ -251,9 +251,13 @@ impl Engine {
             }
             let source = if token & STREAM_TOKEN != 0 {
                 let key = (token & !STREAM_TOKEN) as usize;
-                self.lock_streams().get(key).and_then(|e| e.source.upgrade())
+                self.lock_streams()
+                    .get(key)
+                    .and_then(|e| e.source.upgrade())
             } else {
-                self.lock_sources().get(token as usize - 1).and_then(Weak::upgrade)
+                self.lock_sources()
+                    .get(token as usize - 1)
+                    .and_then(Weak::upgrade)
             };
             if let Some(s) = source {
                 s.on_ready(flags);

@@ -588,8 +588,11 @@ impl ProgressSource for TcpQp {
 }
 
 impl Source for TcpQp {
-    fn on_ready(&self, _events: EventFlags) {
+    fn on_ready(&self, events: EventFlags) {
         let mut g = self.lock();
+        if events.intersects(EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR) {
+            g.rx.hung_up();
+        }
         self.progress_locked(&mut g);
     }
 }

@@ -42,7 +42,6 @@ impl<T> WrQueue<T> {
         self.wrs.len()
     }
 
-
     pub(crate) fn is_full(&self) -> bool {
         self.wrs.len() >= self.cap
     }
@@ -73,7 +72,6 @@ impl<T> WrQueue<T> {
         let base = self.slot(i) * self.per;
         Some((wr, &self.segs[base..base + *n as usize]))
     }
-
 
     /// The front request and its segments.
     pub(crate) fn front(&self) -> Option<(&T, &[Seg])> {

@@ -51,6 +51,12 @@ pub(crate) struct Rx {
     rtr_read_response: bool,
     /// The last `recv` returned less than asked: the socket was empty then.
     drained: bool,
+    /// An event reported the peer's FIN (or an error): it sits behind the data, and only a
+    /// `recv` that returns 0 reveals it, so `drained` must not skip that read. With the socket
+    /// in the edge-triggered epoll set, data and FIN arriving together raise one event; a
+    /// skipped read would lose the EOF for good, and with it the flush of the Receives that
+    /// a peer's disconnect owes us (nd-reference.md R-QP-8, D4).
+    hangup: bool,
 }
 
 impl Rx {
@@ -65,7 +71,13 @@ impl Rx {
             stalled: None,
             rtr_read_response: false,
             drained: false,
+            hangup: false,
         }
+    }
+
+    /// The peer closed its side or the socket failed: read until `recv` says so.
+    pub(crate) fn hung_up(&mut self) {
+        self.hangup = true;
     }
 
     /// Begin full operation with the negotiated CRC; `leftover` are bytes that followed the MPA
@@ -113,7 +125,7 @@ impl TcpQp {
         }
         loop {
             if g.rx.start == g.rx.end {
-                if std::mem::take(&mut g.rx.drained) {
+                if std::mem::take(&mut g.rx.drained) && !g.rx.hangup {
                     return;
                 }
                 match self.fill(g) {

@@ -1,0 +1,33 @@
+//! # netdirect-conformance: ND conformance scenarios run as separate processes
+//!
+//! Every [`Scenario`] has a server role and a client role, written against the public
+//! `netdirect` API only, so a scenario checks what an application sees from a provider. The
+//! `nd-peer` binary runs one role of one scenario (`nd-peer <scenario> <server|client> <addr>`);
+//! [`harness::run`] starts both roles as separate processes over 127.0.0.1 or ::1 and judges
+//! the outcome, with a hard deadline so that nothing ever hangs.
+//!
+//! The rules checked are those of `nd-reference.md` §2.9–§2.12 and §7 (statuses in §1.1); each
+//! check names the rule it comes from.
+//!
+//! Synchronisation is by blocking waits only: ND requests (`Overlapped` waits, CQ `Notify`),
+//! pipes (the `LISTENING`/`READY` lines, a server's standard input reaching end-of-file), and
+//! child exit. No role or harness step sleeps to let something happen.
+
+// Requests are lists of byte ranges (one per SGE): `&[0..64]` is a one-SGE request, not a
+// mistaken attempt at a Vec of the range's elements.
+#![allow(clippy::single_range_in_vec_init)]
+
+pub mod check;
+pub mod harness;
+pub mod scenarios;
+pub mod side;
+
+pub use check::{Check, Failure};
+pub use scenarios::{find, Flow, Scenario, SCENARIOS};
+pub use side::{Ctx, Side, SideConfig};
+
+/// The providers the conformance suite runs against. Every test iterates this list and sets
+/// `ND_PROVIDER` for the processes it starts, so a new provider is one more entry here.
+pub fn providers() -> Vec<&'static str> {
+    vec!["tcp"]
+}

@@ -1,0 +1,434 @@
+//! Argument validation and local rules, in one process but over real sockets, for every
+//! provider and both loopback families (nd-reference.md §2.4–§2.11, R-*, D3, D7, D12, D13).
+
+// Requests are lists of byte ranges (one per SGE): `&[0..64]` is a one-SGE request, not a
+// mistaken attempt at a Vec of the range's elements.
+#![allow(clippy::single_range_in_vec_init)]
+
+use std::net::{IpAddr, SocketAddr};
+
+use netdirect::{MrFlags, NotifyType, OpFlags, Overlapped, Provider, Status};
+use netdirect_conformance::check::{
+    expect_empty, expect_results, expect_status, finish, next_results, show, wait_ok, Check,
+    Context, Expect,
+};
+use netdirect_conformance::harness::{self, Family};
+use netdirect_conformance::side::{connect_pair, EPHEMERAL};
+use netdirect_conformance::{ensure, ensure_eq, providers, Side, SideConfig};
+
+/// Run `f` for every provider and family, each with the hard deadline.
+fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
+    let mut failures = Vec::new();
+    for p in providers() {
+        for fam in Family::ALL {
+            let label = harness::label(p, fam, name);
+            let r = harness::with_deadline(&label, move || {
+                let provider = Provider::select(p).ctx("open provider")?;
+                f(&provider, fam.ip())
+            });
+            match r {
+                Ok(()) => eprintln!("{label} passed"),
+                Err(e) => failures.push(e),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The final status of an asynchronous call, whether it failed at once or completed with an
+/// error later (the ND tests accept both forms, G3/G6).
+fn outcome(r: netdirect::Result<Overlapped>, what: &str) -> Check<Status> {
+    match r {
+        Err(e) => Ok(e.status()),
+        Ok(ov) => Ok(finish(&ov, what)?
+            .err()
+            .map_or(Status::SUCCESS, |e| e.status())),
+    }
+}
+
+fn expect_outcome(r: netdirect::Result<Overlapped>, want: Status, what: &str) -> Check {
+    let got = outcome(r, what)?;
+    ensure!(
+        got == want,
+        "{what}: expected {}, got {}",
+        show(want),
+        show(got)
+    );
+    Ok(())
+}
+
+fn open(p: &Provider, ip: IpAddr) -> Check<netdirect::Adapter> {
+    p.open_adapter_for(SocketAddr::new(ip, 0))
+        .ctx("open adapter")
+}
+
+#[test]
+fn completion_queue_depth_limits() {
+    each("cq-depth", |p, ip| {
+        let a = open(p, ip)?;
+        let max = a.query().max_completion_queue_depth;
+        expect_status(
+            a.create_completion_queue(0, 0, 0),
+            Status::INVALID_PARAMETER_3,
+            "CQ depth 0",
+        )?;
+        expect_status(
+            a.create_completion_queue(max + 1, 0, 0),
+            Status::INVALID_PARAMETER_3,
+            "CQ depth MaxCompletionQueueDepth + 1",
+        )?;
+        // D3 / R-CQ-2: the maximum itself is allowed.
+        a.create_completion_queue(max, 0, 0)
+            .ctx("CQ depth == MaxCompletionQueueDepth (R-CQ-2)")?;
+        Ok(())
+    });
+}
+
+#[test]
+fn queue_pair_limits() {
+    each("qp-limits", |p, ip| {
+        let a = open(p, ip)?;
+        let i = a.query();
+        let cq = a.create_completion_queue(2, 0, 0).ctx("create CQ")?;
+        let qp = |rd, id, rs, is, inline| a.create_queue_pair(&cq, &cq, 0, rd, id, rs, is, inline);
+        let cases = [
+            (
+                (0, 1, 1, 1, 0),
+                Status::INVALID_PARAMETER_5,
+                "receive depth 0",
+            ),
+            (
+                (i.max_receive_queue_depth + 1, 1, 1, 1, 0),
+                Status::INVALID_PARAMETER_5,
+                "receive depth MaxReceiveQueueDepth + 1 (R-QP-1)",
+            ),
+            (
+                (1, 0, 1, 1, 0),
+                Status::INVALID_PARAMETER_6,
+                "initiator depth 0",
+            ),
+            (
+                (1, i.max_initiator_queue_depth + 1, 1, 1, 0),
+                Status::INVALID_PARAMETER_6,
+                "initiator depth MaxInitiatorQueueDepth + 1",
+            ),
+            (
+                (1, 1, i.max_receive_sge + 1, 1, 0),
+                Status::INVALID_PARAMETER_7,
+                "MaxReceiveSge + 1",
+            ),
+            (
+                (1, 1, 1, i.max_initiator_sge + 1, 0),
+                Status::INVALID_PARAMETER_8,
+                "MaxInitiatorSge + 1",
+            ),
+            (
+                (1, 1, 1, 1, i.max_inline_data_size + 1),
+                Status::INVALID_PARAMETER_9,
+                "MaxInlineDataSize + 1",
+            ),
+        ];
+        for ((rd, id, rs, is, inline), want, what) in cases {
+            expect_status(qp(rd, id, rs, is, inline), want, what)?;
+        }
+        // R-QP-2 (ndqpmaxall, as the helper really calls it) and R-CQ-3 (QP deeper than its CQ).
+        qp(
+            i.max_receive_sge,
+            i.max_initiator_queue_depth,
+            i.max_receive_sge,
+            i.max_initiator_sge,
+            0,
+        )
+        .ctx("all maxima together (R-QP-2)")?;
+        qp(64, 64, 1, 1, i.max_inline_data_size)
+            .ctx("a QP of depth 64 on a CQ of depth 2 (R-CQ-3)")?;
+        Ok(())
+    });
+}
+
+#[test]
+fn memory_region_register_errors() {
+    each("mr-register", |p, ip| {
+        let a = open(p, ip)?;
+        let mr = a.create_memory_region().ctx("create MR")?;
+        let buf = netdirect::Buffer::new(4096).ctx("buffer")?;
+        // D7: null first, then zero length.
+        // SAFETY: a null pointer and a zero-length range name no memory.
+        let null = unsafe { mr.register(std::ptr::null_mut(), 4096, MrFlags::ALLOW_LOCAL_WRITE) };
+        expect_outcome(null, Status::INVALID_PARAMETER, "Register a null buffer")?;
+        // SAFETY: zero bytes of a live buffer.
+        let empty = unsafe { mr.register(buf.as_ptr(), 0, MrFlags::ALLOW_LOCAL_WRITE) };
+        expect_outcome(empty, Status::INVALID_BUFFER_SIZE, "Register 0 bytes")?;
+        // The failures left the MR usable: Register → Deregister → Register again (ndmrlat).
+        for round in 0..2 {
+            let ov = mr
+                .register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)
+                .ctx("Register")?;
+            wait_ok(&ov, &format!("Register, round {round}"))?;
+            let ov = mr.deregister().ctx("Deregister")?;
+            wait_ok(&ov, &format!("Deregister, round {round}"))?;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn listener_bind_and_listen_rules() {
+    each("listener", |p, ip| {
+        let a = open(p, ip)?;
+        let l = a.create_listener().ctx("create listener")?;
+        expect_status(
+            l.get_local_address(),
+            Status::INVALID_DEVICE_STATE,
+            "Listener::GetLocalAddress before Listen (§2.11)",
+        )?;
+        l.bind(SocketAddr::new(ip, 0)).ctx("Listener::bind")?;
+        // D13 (NdDualListen): a second Bind.
+        expect_status(
+            l.bind(SocketAddr::new(ip, 0)),
+            Status::ADDRESS_ALREADY_ASSOCIATED,
+            "second Bind on a bound listener",
+        )?;
+        l.listen(0).ctx("Listen")?;
+        let addr = l.get_local_address().ctx("Listener::get_local_address")?;
+        ensure!(
+            EPHEMERAL.contains(&addr.port()),
+            "port 0 gave {}, outside 49152-65535 (R-CONN-1)",
+            addr.port()
+        );
+        expect_status(
+            l.bind(SocketAddr::new(ip, 0)),
+            Status::ADDRESS_ALREADY_ASSOCIATED,
+            "Bind on a bound, listening listener (NdDualListen)",
+        )?;
+        // §2.11: a second Listen must not return ND_SUCCESS.
+        ensure!(
+            l.listen(0).is_err(),
+            "a second Listen on a listening listener succeeded"
+        );
+        // The address is in use: a second listener cannot have it (§2.11 Bind).
+        let l2 = a.create_listener().ctx("create listener")?;
+        expect_status(
+            l2.bind(addr),
+            Status::SHARING_VIOLATION,
+            "Bind a second listener to a listening listener's address",
+        )?;
+        Ok(())
+    });
+}
+
+#[test]
+fn listener_address_in_use_before_listen() {
+    each("listener-bound-address", |p, ip| {
+        let a = open(p, ip)?;
+        // A bound listener's port is unknown before Listen, so use an explicit free port.
+        let probe = std::net::TcpListener::bind(SocketAddr::new(ip, 0)).ctx_io("probe port")?;
+        let port = probe.local_addr().ctx_io("probe port")?.port();
+        drop(probe);
+        let addr = SocketAddr::new(ip, port);
+        let l2 = a.create_listener().ctx("create listener")?;
+        l2.bind(addr).ctx("Listener::bind to an explicit port")?;
+        // §2.11 Bind: ND_SHARING_VIOLATION when the address is already in use on this
+        // adapter; a bound listener holds its address even before Listen.
+        let l3 = a.create_listener().ctx("create listener")?;
+        expect_status(
+            l3.bind(addr),
+            Status::SHARING_VIOLATION,
+            "Bind to the address of a bound (not yet listening) listener",
+        )?;
+        Ok(())
+    });
+}
+
+#[test]
+fn connector_rules() {
+    each("connector", |p, ip| {
+        let a = open(p, ip)?;
+        // R-CONN-1: port 0 gives an ephemeral port, every time.
+        for _ in 0..16 {
+            let c = a.create_connector().ctx("create connector")?;
+            c.bind(SocketAddr::new(ip, 0)).ctx("Connector::bind")?;
+            let l = c.get_local_address().ctx("Connector::get_local_address")?;
+            ensure_eq!(l.ip(), ip, "connector IP");
+            ensure!(
+                EPHEMERAL.contains(&l.port()),
+                "connector port 0 gave {}, outside 49152-65535 (R-CONN-1)",
+                l.port()
+            );
+        }
+        let side = Side::on(&a, SideConfig::default())?;
+        // D13 (NdInvalidIP): Connect to the unspecified address.
+        let unspecified: IpAddr = if ip.is_ipv6() {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        };
+        side.connector
+            .bind(SocketAddr::new(ip, 0))
+            .ctx("Connector::bind")?;
+        expect_outcome(
+            side.connector
+                .connect(&side.qp, SocketAddr::new(unspecified, 54321), 0, 0, &[]),
+            Status::BAD_NETWORK_NAME,
+            &format!("Connect to {unspecified}"),
+        )?;
+        // Never connected: the connection calls say so.
+        expect_status(
+            side.connector.complete_connect(),
+            Status::CONNECTION_INVALID,
+            "CompleteConnect without Connect",
+        )?;
+        expect_status(
+            side.connector.notify_disconnect(),
+            Status::CONNECTION_INVALID,
+            "NotifyDisconnect, never connected",
+        )?;
+        expect_status(
+            side.connector.disconnect(),
+            Status::CONNECTION_INVALID,
+            "Disconnect, never connected",
+        )?;
+        expect_status(
+            side.connector.get_read_limits(),
+            Status::CONNECTION_INVALID,
+            "GetReadLimits, never connected",
+        )?;
+        Ok(())
+    });
+}
+
+#[test]
+fn unconnected_queue_pair() {
+    each("unconnected-qp", |p, ip| {
+        let a = open(p, ip)?;
+        let max_sge = a.query().max_receive_sge;
+        let side = Side::on(
+            &a,
+            SideConfig {
+                depth: 2,
+                sge: max_sge,
+                ..SideConfig::default()
+            },
+        )?;
+        // §2.9 Send: not connected.
+        expect_status(
+            side.send(1, &[0..8], OpFlags::empty()),
+            Status::CONNECTION_INVALID,
+            "Send on an unconnected QP",
+        )?;
+        expect_status(
+            side.send(1, &[], OpFlags::empty()),
+            Status::CONNECTION_INVALID,
+            "zero-byte Send on an unconnected QP",
+        )?;
+        // Too many SGEs: more than the QP was created with, even at the adapter maximum.
+        let many: Vec<_> = (0..=max_sge as usize).map(|i| i * 8..i * 8 + 8).collect();
+        expect_status(
+            side.recv(9, &many),
+            Status::DATA_OVERRUN,
+            "Receive with MaxReceiveSge + 1 SGEs",
+        )?;
+        // R-QP-5: Receives work before any connection; the queue holds `depth` of them.
+        side.recv(1, &[0..64]).ctx("first Receive")?;
+        side.recv(2, &[64..128]).ctx("second Receive")?;
+        expect_status(
+            side.recv(3, &[128..192]),
+            Status::NO_MORE_ENTRIES,
+            "Receive beyond the receive queue depth",
+        )?;
+        // ndreceiveflushqp: Flush, then Notify(ANY) completes on the unreported CQEs, and the
+        // CQ yields exactly 2 CQEs, both ND_CANCELED.
+        side.qp.flush().ctx("Flush")?;
+        let n = side.rcq.notify(NotifyType::Any).ctx("Notify")?;
+        wait_ok(&n, "Notify(ANY) after Flush")?;
+        let r = next_results(&side.rcq, 2, "flushed Receives")?;
+        expect_results(
+            &r,
+            &[
+                Expect::recv(Status::CANCELED, 1, side.qp_context, None),
+                Expect::recv(Status::CANCELED, 2, side.qp_context, None),
+            ],
+            "flushed Receives",
+        )?;
+        expect_empty(&side.rcq, "receive CQ after the 2 flushed CQEs")?;
+        expect_empty(&side.scq, "initiator CQ after the Flush")?;
+        // The QP is still usable after the synchronous failures and the Flush.
+        side.recv(4, &[0..64]).ctx("Receive after Flush")?;
+        side.qp.flush().ctx("second Flush")?;
+        let r = next_results(&side.rcq, 1, "Receive flushed by the second Flush")?;
+        Expect::recv(Status::CANCELED, 4, side.qp_context, None).check(&r[0], "second Flush")?;
+        Ok(())
+    });
+}
+
+#[test]
+fn connected_queue_pair_limits() {
+    each("connected-qp", |p, ip| {
+        let a = open(p, ip)?;
+        let max_sge = a.query().max_initiator_sge.min(a.query().max_receive_sge);
+        let server = Side::on(&a, SideConfig::default())?;
+        // Initiator depth 1, and a Send far larger than what the socket buffers can hold
+        // while the peer has no Receive posted (its stream stalls): the Send stays queued.
+        const BIG: usize = 64 << 20;
+        let client = Side::on(
+            &a,
+            SideConfig {
+                buf_len: BIG,
+                depth: 1,
+                sge: max_sge,
+                ..SideConfig::default()
+            },
+        )?;
+        let _listener = connect_pair(&server, &client, ip)?;
+        // §2.10 Connect: the QP is already connected.
+        let c2 = a.create_connector().ctx("create connector")?;
+        c2.bind(SocketAddr::new(ip, 0)).ctx("Connector::bind")?;
+        let dest = server
+            .connector
+            .get_local_address()
+            .ctx("GetLocalAddress")?;
+        expect_outcome(
+            c2.connect(&client.qp, dest, 0, 0, &[]),
+            Status::CONNECTION_ACTIVE,
+            "Connect with an already connected QP",
+        )?;
+        // §2.9 Send: more SGEs than the QP allows, even at the adapter maximum.
+        let many: Vec<_> = (0..=max_sge as usize).map(|i| i * 8..i * 8 + 8).collect();
+        expect_status(
+            client.send(1, &many, OpFlags::empty()),
+            Status::DATA_OVERRUN,
+            "Send with MaxInitiatorSge + 1 SGEs",
+        )?;
+        expect_status(
+            client.send(1, &[0..8], OpFlags::from_bits_retain(0x4000)),
+            Status::INVALID_PARAMETER_4,
+            "Send with an unknown flag",
+        )?;
+        client
+            .send(2, &[0..BIG], OpFlags::empty())
+            .ctx("64 MiB Send")?;
+        expect_status(
+            client.send(3, &[0..8], OpFlags::empty()),
+            Status::NO_MORE_ENTRIES,
+            "Send beyond the initiator queue depth",
+        )?;
+        // Disconnect flushes the queued Send (§2.10 Disconnect).
+        let d = client.connector.disconnect().ctx("Disconnect")?;
+        wait_ok(&d, "Disconnect")?;
+        let r = next_results(&client.scq, 1, "the queued Send")?;
+        Expect::send(Status::CANCELED, 2, client.qp_context).check(&r[0], "the queued Send")?;
+        expect_empty(&client.scq, "initiator CQ")?;
+        Ok(())
+    });
+}
+
+/// `io::Result` context, for the few std socket calls.
+trait IoContext<T> {
+    fn ctx_io(self, what: &str) -> Check<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn ctx_io(self, what: &str) -> Check<T> {
+        self.map_err(|e| netdirect_conformance::Failure(format!("{what}: {e}")))
+    }
+}
