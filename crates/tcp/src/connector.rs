@@ -339,7 +339,7 @@ impl traits::Connector for TcpConnector {
             .inbound
             .min(info.max_inbound_read_limit)
             .min(MAX_WIRE_LIMIT);
-        // The Read RTR needs one ORD slot (RFC 6581 §9.2); the Write RTR is offered first.
+        // With ORD 0 only the Write RTR is offered (a Read RTR would need an ORD slot).
         let ord = limits
             .outbound
             .min(info.max_outbound_read_limit)

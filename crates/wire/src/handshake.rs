@@ -118,7 +118,11 @@ fn check_len(len: usize, limit: usize) -> Result<(), MpaError> {
 }
 
 impl Initiator {
-    /// Validates and adjusts `cfg` (IRD/ORD clamped to 0x3FFF, ORD ≥ 1 in P2P).
+    /// Validates and adjusts `cfg` (IRD/ORD clamped to 0x3FFF).
+    ///
+    /// The ORD is announced as given: with ORD 0 only the Write RTR is offered, since a Read
+    /// RTR would take an ORD slot the application did not ask for (RFC 6581 §9.2) and the
+    /// peer's `GetReadLimits` must show the application's value.
     ///
     /// # Errors
     ///
@@ -128,10 +132,6 @@ impl Initiator {
         check_len(cfg.private_data.len(), INTEROP_ULP_PRIVATE_DATA)?;
         cfg.ird = cfg.ird.min(IRD_ORD_MASK);
         cfg.ord = cfg.ord.min(IRD_ORD_MASK);
-        if cfg.p2p && cfg.ord == 0 {
-            // RFC 6581 §9.2 / iwarp-wire.md §2.9: a Read RTR takes an ORD slot.
-            cfg.ord = 1;
-        }
         Ok(Self { cfg })
     }
 
@@ -170,10 +170,11 @@ impl Initiator {
         } else {
             MpaFlags::empty()
         };
-        let rtr = if self.cfg.p2p {
-            RtrTypes::WRITE | RtrTypes::READ
-        } else {
-            RtrTypes::empty()
+        let rtr = match (self.cfg.p2p, self.cfg.ord) {
+            (false, _) => RtrTypes::empty(),
+            // RFC 6581 §9.2: a Read RTR takes an ORD slot; offer it only when we have one.
+            (true, 0) => RtrTypes::WRITE,
+            (true, _) => RtrTypes::WRITE | RtrTypes::READ,
         };
         MpaFrame {
             kind: FrameKind::Request,
@@ -238,7 +239,7 @@ impl Initiator {
                 }
                 if e.rtr.contains(RtrTypes::WRITE) {
                     Some(Rtr::Write)
-                } else if e.rtr.contains(RtrTypes::READ) {
+                } else if e.rtr.contains(RtrTypes::READ) && self.cfg.ord > 0 {
                     Some(Rtr::Read)
                 } else {
                     return Err(MpaError::NoMatchingRtr);

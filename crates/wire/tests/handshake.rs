@@ -71,8 +71,25 @@ fn crc_on_if_either_side() {
 #[test]
 fn p2p_prefers_write() {
     let mut i = init(true, true, 0);
-    // ORD raised to 1 for a possible Read RTR.
-    assert_eq!(i.ord(), 1);
+    // ORD stays as the application asked; only the Write RTR is offered then.
+    assert_eq!(i.ord(), 0);
+    let bytes = i.request();
+    let req = MpaFrame::decode(&bytes)
+        .expect("valid")
+        .expect("complete")
+        .0;
+    assert_eq!(req.enhanced.map(|e| e.rtr), Some(RtrTypes::WRITE));
+    let mut i1 = init(true, true, 1);
+    let bytes1 = i1.request();
+    let req1 = MpaFrame::decode(&bytes1)
+        .expect("valid")
+        .expect("complete")
+        .0;
+    assert_eq!(
+        req1.enhanced.map(|e| e.rtr),
+        Some(RtrTypes::WRITE | RtrTypes::READ)
+    );
+    let _ = exchange(&mut i1, &cfg(true, 0, 4));
     let (ni, nr) = exchange(&mut i, &cfg(true, 0, 4));
     assert_eq!(ni.rtr, Some(Rtr::Write));
     assert_eq!(nr.rtr, Some(Rtr::Write));
