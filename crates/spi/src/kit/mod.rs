@@ -5,3 +5,4 @@
 pub mod cq;
 pub mod mr;
 pub mod overlapped;
+pub mod srq;
