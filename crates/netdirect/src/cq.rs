@@ -65,6 +65,20 @@ impl CompletionQueue {
         self.inner.cancel_overlapped_requests()
     }
 
+    /// Wait for at least one completion without blocking a thread: `get_results`, and when it
+    /// comes back empty, arm `Notify(ANY)` and await it (the race rule of `Notify` guarantees a
+    /// completion that slipped in between is not missed). Runtime-agnostic; something must drive
+    /// the adapter meanwhile (a reactor watching `Adapter::fd`, see `examples/tokio_echo.rs`).
+    pub async fn next_results(&self, results: &mut [NdResult]) -> Result<usize> {
+        loop {
+            let n = self.get_results(results);
+            if n > 0 || results.is_empty() {
+                return Ok(n);
+            }
+            self.notify(NotifyType::Any)?.await?;
+        }
+    }
+
     /// `GetOverlappedResult` of a request of this CQ (the same as `ov.get_overlapped_result`).
     pub fn get_overlapped_result(&self, ov: &Overlapped, wait: bool) -> Result<()> {
         ov.get_overlapped_result(wait)
