@@ -208,6 +208,7 @@ impl CqCore {
         if rank(Some(ty)) > rank(i.armed) {
             i.armed = Some(ty);
         }
+        c.allow_cancel();
         i.waiters.push((), c);
         ov
     }

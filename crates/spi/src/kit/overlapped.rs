@@ -40,10 +40,14 @@ pub trait Driver: Send + Sync + fmt::Debug {
     fn notify(&self);
 }
 
+/// How to withdraw one pending request (a Rust extension: ND cancels per object).
+type Canceller = Box<dyn Fn() + Send + Sync>;
+
 struct OvState {
     status: AtomicI32,
     waker: Mutex<Option<Waker>>,
     driver: Arc<dyn Driver>,
+    cancel: Mutex<Option<Canceller>>,
 }
 
 /// One asynchronous ND request: the Rust form of an `OVERLAPPED` the provider completes.
@@ -66,6 +70,7 @@ impl Overlapped {
             status: AtomicI32::new(Status::PENDING.0),
             waker: Mutex::new(None),
             driver,
+            cancel: Mutex::new(None),
         });
         (
             Self {
@@ -137,6 +142,27 @@ impl Overlapped {
         }
     }
 
+    /// Withdraw this one request: it completes with `ND_CANCELED` unless it already finished.
+    /// (ND itself cancels per object, `CancelOverlappedRequests`; this is the per-request
+    /// form a dropped future needs.) Requests the provider cannot withdraw individually keep
+    /// running and complete normally.
+    pub fn cancel(&self) {
+        if self.is_complete() {
+            return;
+        }
+        let c = self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(c) = c {
+            c();
+        }
+    }
+
+    /// A future that resolves like this request and, if dropped before it does, cancels the
+    /// request ([`Overlapped::cancel`]). Memory the request uses stays alive regardless: the
+    /// provider holds its registrations until it is done with them.
+    pub fn cancel_on_drop(self) -> CancelOnDrop {
+        CancelOnDrop { ov: self }
+    }
+
     /// The final result if the request has completed, without driving I/O.
     pub fn try_result(&self) -> Option<Result<()>> {
         self.is_complete().then(|| Error::check(self.status()))
@@ -181,7 +207,46 @@ impl Future for Overlapped {
     }
 }
 
+/// See [`Overlapped::cancel_on_drop`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct CancelOnDrop {
+    ov: Overlapped,
+}
+
+impl Future for CancelOnDrop {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.ov).poll(cx)
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.ov.cancel();
+    }
+}
+
 impl OvCompleter {
+    /// Let [`Overlapped::cancel`] complete this request with `ND_CANCELED` by itself: for
+    /// notification-type requests (GetConnectionRequest, Notify, NotifyDisconnect) whose
+    /// provider skips requests that are no longer pending when it fires.
+    pub fn allow_cancel(&self) {
+        let weak = Arc::downgrade(&self.state);
+        self.set_canceller(move || {
+            if let Some(state) = weak.upgrade() {
+                OvCompleter { state }.complete(Status::CANCELED);
+            }
+        });
+    }
+
+    /// Tell the request how to withdraw itself (see [`Overlapped::cancel`]). The closure must
+    /// complete the request with `ND_CANCELED` (through its completer) if it is still pending.
+    pub fn set_canceller(&self, cancel: impl Fn() + Send + Sync + 'static) {
+        *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(cancel));
+    }
+
     /// Set the final status (anything but `ND_PENDING`). Only the first call has an effect;
     /// returns whether this call completed the request.
     pub fn complete(&self, status: Status) -> bool {
@@ -197,6 +262,8 @@ impl OvCompleter {
             )
             .is_ok();
         if done {
+            // The canceller may hold references to the provider object; let them go.
+            drop(self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()).take());
             let waker = self
                 .state
                 .waker
@@ -323,6 +390,24 @@ pub(crate) mod tests {
             ov.get_overlapped_result(true).unwrap_err().status(),
             Status::CANCELED
         );
+    }
+
+    #[test]
+    fn dropping_a_cancel_on_drop_future_cancels() {
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        let c = Arc::new(c);
+        let c2 = c.clone();
+        c.set_canceller(move || {
+            c2.complete(Status::CANCELED);
+        });
+        let fut = ov.clone().cancel_on_drop();
+        drop(fut);
+        assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
+        // A finished request is not disturbed by a later drop.
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        c.complete(Status::SUCCESS);
+        drop(ov.clone().cancel_on_drop());
+        assert_eq!(ov.try_result(), Some(Ok(())));
     }
 
     #[test]

@@ -187,6 +187,7 @@ impl SrqCore {
     /// is already so). All pending Notify requests complete together.
     pub fn notify(&self) -> Overlapped {
         let (ov, c) = Overlapped::pending(self.driver.clone());
+        c.allow_cancel();
         let mut i = self.lock();
         i.waiters.push((), c);
         i.fire_if_low();
