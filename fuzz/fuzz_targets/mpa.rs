@@ -29,6 +29,7 @@ fuzz_target!(|data: &[u8]| {
         ord: u16::from(mode >> 4),
         p2p: mode & 2 != 0,
         private_data: b"fuzz".to_vec(),
+        probe: false,
     });
     if let Ok(Some((_, n))) = init.handle_reply(buf) {
         assert!(n <= buf.len());
@@ -43,6 +44,7 @@ fuzz_target!(|data: &[u8]| {
             ird: u16::from(mode & 0x0F),
             ord: u16::from(mode >> 4),
             private_data: Vec::new(),
+            probe: false,
         };
         if let Ok((reply, _)) = try_accept(&req, &cfg) {
             // Our own Reply always parses back as an accepting Reply.

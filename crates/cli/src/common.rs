@@ -154,10 +154,14 @@ pub(crate) struct Endpoint {
 }
 
 /// Sizes of an [`Endpoint`].
+#[derive(Default)]
 pub(crate) struct EndpointConfig {
     pub(crate) buf_len: usize,
     pub(crate) depth: u32,
     pub(crate) inline: u32,
+    /// The read limits to Connect or Accept with (inbound, outbound): Reads the peer may
+    /// issue to us, Reads we issue.
+    pub(crate) read_limits: (u32, u32),
 }
 
 fn err(what: &str) -> impl Fn(netdirect::Error) -> String + '_ {
@@ -230,8 +234,9 @@ impl Endpoint {
             .wait()
             .map_err(err("get connection request"))?;
         pre_accept(&ep)?;
+        let (inbound, outbound) = cfg.read_limits;
         ep.connector
-            .accept(&ep.qp, 0, 0, &[])
+            .accept(&ep.qp, inbound, outbound, &[])
             .map_err(err("accept"))?
             .wait()
             .map_err(err("accept"))?;
@@ -251,8 +256,9 @@ impl Endpoint {
         ep.connector
             .bind(SocketAddr::new(local, 0))
             .map_err(err("bind"))?;
+        let (inbound, outbound) = cfg.read_limits;
         ep.connector
-            .connect(&ep.qp, dest, 0, 0, &[])
+            .connect(&ep.qp, dest, inbound, outbound, &[])
             .map_err(err("connect"))?
             .wait()
             .map_err(err("connect"))?;

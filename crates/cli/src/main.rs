@@ -3,7 +3,10 @@
 mod common;
 mod info;
 mod pingpong;
+mod rawstream;
 mod rawtcp;
+mod rping;
+mod rpingpong;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +27,13 @@ enum Command {
     Pingpong(pingpong::Args),
     /// Raw kernel-TCP ping-pong, measured like `pingpong`: the yardstick for comparisons.
     TcpPingpong(rawtcp::Args),
+    /// RDMA Write ping-pong latency (like ndrpingpong): arrival is seen by polling the last
+    /// byte of the buffer; latency is half a round trip.
+    Rpingpong(rpingpong::Args),
+    /// One-way RDMA Write or Read throughput with a pipeline of requests (like ndrping).
+    Rping(rping::Args),
+    /// Raw kernel-TCP stream of fixed-size messages (like iperf3 -l): the yardstick for rping.
+    TcpStream(rawstream::Args),
 }
 
 fn main() {
@@ -32,6 +42,9 @@ fn main() {
         Command::Info(a) => info::run(&a),
         Command::Pingpong(a) => pingpong::run(&a),
         Command::TcpPingpong(a) => rawtcp::run(&a),
+        Command::Rpingpong(a) => rpingpong::run(&a),
+        Command::Rping(a) => rping::run(&a),
+        Command::TcpStream(a) => rawstream::run(&a),
     };
     if let Err(e) = r {
         eprintln!("nd: {e}");

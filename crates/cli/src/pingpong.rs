@@ -58,6 +58,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         buf_len: size * (RECV_DEPTH as usize + 1),
         depth: RECV_DEPTH + 2,
         inline: 0,
+        ..EndpointConfig::default()
     };
     let post_recvs = |ep: &Endpoint| -> Result<(), String> {
         for i in 0..RECV_DEPTH as usize {

@@ -190,6 +190,50 @@ impl Side {
         unsafe { self.qp.send(context, &sge, flags) }
     }
 
+    /// Post an RDMA Write of byte ranges of the buffer (none: a zero-byte Write) to the peer's
+    /// `remote` address under its remote `token`.
+    pub fn rdma_write(
+        &self,
+        context: u64,
+        ranges: &[Range<usize>],
+        remote: u64,
+        token: u32,
+        flags: OpFlags,
+    ) -> netdirect::Result<()> {
+        let sge = self.sges(ranges);
+        // SAFETY: as for `send`: this crate writes source bytes only before posting.
+        unsafe { self.qp.write(context, &sge, remote, token, flags) }
+    }
+
+    /// Post an RDMA Read from the peer's `remote` address under its remote `token` into byte
+    /// ranges of the buffer (none: a zero-byte Read).
+    pub fn rdma_read(
+        &self,
+        context: u64,
+        ranges: &[Range<usize>],
+        remote: u64,
+        token: u32,
+        flags: OpFlags,
+    ) -> netdirect::Result<()> {
+        let sge = self.sges(ranges);
+        // SAFETY: as for `recv`: the sink bytes are read only after the Read completed.
+        unsafe { self.qp.read(context, &sge, remote, token, flags) }
+    }
+
+    /// The address of byte `offset` of the buffer, as a peer names it in a Read or Write.
+    pub fn addr(&self, offset: usize) -> u64 {
+        self.buf.as_ptr() as u64 + offset as u64
+    }
+
+    /// A second registration of the whole buffer with `flags` (the same memory may be
+    /// registered several times with different rights, §2.7).
+    pub fn register_again(&self, flags: MrFlags) -> Check<MemoryRegion> {
+        let mr = self.adapter.create_memory_region().ctx("create MR")?;
+        let ov = mr.register_buffer(&self.buf, flags).ctx("register")?;
+        wait_ok(&ov, "register")?;
+        Ok(mr)
+    }
+
     /// Copy `bytes` into the buffer, spread over `ranges` in order.
     ///
     /// # Safety

@@ -61,6 +61,7 @@ fn handshake(s: &mut TcpStream, private_data: &[u8]) -> Check<InitiatorOutcome> 
         ord: 1,
         p2p: true,
         private_data: private_data.to_vec(),
+        probe: false,
     });
     io(s.write_all(&init.request()), "send MPA Request")?;
     let mut buf = Vec::new();
@@ -235,6 +236,7 @@ fn run_bad_key(p: &Provider, ip: IpAddr) -> Check {
                 ord: 1,
                 p2p: true,
                 private_data: b"bad".to_vec(),
+                probe: false,
             })
             .request();
             req[..4].copy_from_slice(b"XPA ");

@@ -82,4 +82,10 @@ scenarios! {
     peer_killed => "peer-killed",
     send_receive => "send-receive",
     overrun => "overrun",
+    rdma_write_read => "rdma-write-read",
+    rdma_read_fence => "rdma-read-fence",
+    rdma_read_limits => "rdma-read-limits",
+    rdma_windows => "rdma-windows",
+    rdma_protection => "rdma-protection",
+    rdma_window_other_qp => "rdma-window-other-qp",
 }

@@ -45,11 +45,16 @@ impl MemoryRegion {
     /// gives `ND_INVALID_BUFFER_SIZE`, more than `MaxRegistrationSize` gives
     /// `ND_INVALID_PARAMETER`.
     ///
+    /// Flags: `ALLOW_LOCAL_WRITE`, `ALLOW_REMOTE_READ`, `ALLOW_REMOTE_WRITE` (which includes
+    /// local write), `RDMA_READ_SINK`, `DO_NOT_SECURE_VM` (accepted; Linux does not pin).
+    ///
     /// # Safety
     /// The memory must stay allocated, and must not be accessed through Rust references while a
-    /// request or a remote access may write it, until the region is deregistered (or dropped)
-    /// and every request that used it has completed. With `ALLOW_REMOTE_WRITE` (or a window
-    /// bound over it) the peer may write it at any time while registered.
+    /// request or a remote access may write it, until the region's `deregister` has
+    /// *completed* (or the region was dropped and every queue pair that could reach it is
+    /// gone) and every request that used it has completed. With `ALLOW_REMOTE_WRITE` (or a
+    /// window bound over it) the peer may write it at any time while registered; with
+    /// `ALLOW_REMOTE_READ` it may read it, and bytes changed meanwhile may reach it torn.
     pub unsafe fn register(
         &self,
         buffer: *mut u8,
@@ -72,7 +77,11 @@ impl MemoryRegion {
         }
     }
 
-    /// `Deregister`: `ND_DEVICE_BUSY` while a memory window is bound to the region.
+    /// `Deregister`: `ND_DEVICE_BUSY` while a memory window is bound to the region. Otherwise
+    /// the tokens stop working at once (for good: a token is never handed out again), and the
+    /// returned request completes when nothing in flight uses the memory any more — a queued
+    /// Read Response for a peer, a segment being placed, a posted request — usually at once.
+    /// Once it has completed, memory registered with [`MemoryRegion::register`] may be freed.
     pub fn deregister(&self) -> Result<Overlapped> {
         self.inner.deregister()
     }

@@ -18,7 +18,8 @@ fn registry() -> &'static RwLock<Vec<Arc<dyn traits::Provider>>> {
     static R: OnceLock<RwLock<Vec<Arc<dyn traits::Provider>>>> = OnceLock::new();
     R.get_or_init(|| {
         RwLock::new(vec![
-            Arc::new(netdirect_tcp::TcpProvider::new()) as Arc<dyn traits::Provider>
+            Arc::new(netdirect_tcp::TcpProvider::new()) as Arc<dyn traits::Provider>,
+            Arc::new(netdirect_shm::ShmProvider::new()) as Arc<dyn traits::Provider>,
         ])
     })
 }

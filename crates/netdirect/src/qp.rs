@@ -72,7 +72,22 @@ impl QueuePair {
         unsafe { self.inner.receive(context, sge) }
     }
 
-    /// `Bind` `window` over `len` bytes at `buffer` inside `region`.
+    /// `Bind` `window` over `len` bytes at `buffer` inside `region`, so that the peer of this
+    /// queue pair — and only this queue pair's peer — can Read or Write them with
+    /// `window.get_remote_token()`, which is valid as soon as this returns. The window's rights
+    /// come from `flags` alone (`ALLOW_READ`, `ALLOW_WRITE`; 0 grants nothing, D11), whatever
+    /// the region's remote flags (R-MW-1). The completion (`RequestType::Bind`) follows in
+    /// order on the initiator CQ (`SILENT_SUCCESS`, `READ_FENCE` apply as for other requests).
+    ///
+    /// Synchronous errors (nothing is bound): `ND_INVALID_PARAMETER_6` (unknown flags),
+    /// `_2`/`_3` (a region or window of another adapter), `ND_CONNECTION_INVALID` (never
+    /// connected), `ND_NO_MORE_ENTRIES`, `ND_ACCESS_VIOLATION` (the region is not registered,
+    /// the range leaves it, or `ALLOW_WRITE` on a region without `ALLOW_LOCAL_WRITE`),
+    /// `ND_INVALID_DEVICE_STATE` (the window is bound; Invalidate it first). A window is
+    /// unbound when its queue pair's connection ends; its region cannot be deregistered while
+    /// it is bound (`ND_DEVICE_BUSY`).
+    ///
+    /// Safe: the region's registration already made the promise about the memory.
     pub fn bind(
         &self,
         context: u64,
@@ -92,13 +107,28 @@ impl QueuePair {
         )
     }
 
-    /// `Invalidate` a window.
+    /// `Invalidate` a window bound through this queue pair: its token stops working when this
+    /// returns (a later access by the peer fails with `ND_ACCESS_VIOLATION` there and ends the
+    /// connection); the completion (`RequestType::Invalidate`) follows in order. A window not
+    /// bound through this queue pair completes with `ND_INVALID_DEVICE_REQUEST`, which, like
+    /// every error completion, ends the connection. Flags: `SILENT_SUCCESS`, `READ_FENCE`
+    /// (else `ND_INVALID_PARAMETER_3`).
     pub fn invalidate(&self, context: u64, window: &MemoryWindow, flags: OpFlags) -> Result<()> {
         self.inner.invalidate(context, window.as_spi(), flags)
     }
 
     /// `Read` from the peer's `remote_address` (its virtual address, host order) under
-    /// `remote_token` into the SGEs.
+    /// `remote_token` (the peer's `get_remote_token()`, passed through unchanged) into the SGEs;
+    /// the length read is their total, and zero SGEs make a zero-byte Read (a liveness probe).
+    /// Each non-empty SGE is read by a Read Request of its own, and at most the connection's
+    /// outbound read limit (ORD) of them are in flight: later requests wait, in order.
+    /// The SGEs must be registered with `ALLOW_LOCAL_WRITE`. Flags: `SILENT_SUCCESS`,
+    /// `READ_FENCE` (else `ND_INVALID_PARAMETER_6`).
+    ///
+    /// Synchronous errors as for [`QueuePair::send`], plus `ND_INVALID_DEVICE_REQUEST` when
+    /// the connection allows no outbound Reads (ORD 0). A read the peer refuses (bad token,
+    /// rights, bounds) completes with `ND_ACCESS_VIOLATION` (nd-reference.md D6) and ends the
+    /// connection; the peer's memory is not read.
     ///
     /// # Safety
     /// The memory must not be read or written until the Read completes.
@@ -117,7 +147,15 @@ impl QueuePair {
         }
     }
 
-    /// `Write` the SGEs to the peer's `remote_address` under `remote_token`.
+    /// `Write` the SGEs to the peer's `remote_address` under `remote_token` (zero SGEs: a
+    /// zero-byte Write). Flags: `SILENT_SUCCESS`, `READ_FENCE`, `INLINE` (else
+    /// `ND_INVALID_PARAMETER_6`); synchronous errors as for [`QueuePair::send`].
+    ///
+    /// With a netdirect peer the Write completes once the peer has placed it (a zero-length
+    /// Read after it came back), so a Write the peer refuses (bad token, rights, bounds)
+    /// completes with `ND_ACCESS_VIOLATION` (D6) and leaves its memory untouched; with another
+    /// iWARP peer it completes once TCP took it (RFC 5040 §5.5), and a refusal ends the
+    /// connection with the later requests `ND_CANCELED`.
     ///
     /// # Safety
     /// As for [`QueuePair::send`].

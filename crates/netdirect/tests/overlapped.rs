@@ -156,3 +156,42 @@ fn an_overlapped_is_a_future() {
     assert_eq!(result, Ok(()));
     drop(connect);
 }
+
+#[test]
+fn dropping_a_cancel_on_drop_future_withdraws_only_that_request() {
+    let a = adapter();
+    let (listener, addr) = listen(&a);
+    let first = listener
+        .get_connection_request(&a.create_connector().expect("connector"))
+        .expect("request");
+    let second_conn = a.create_connector().expect("connector");
+    let second = listener
+        .get_connection_request(&second_conn)
+        .expect("request");
+    // Poll the first once as a future, then drop it: it is withdrawn...
+    {
+        let mut fut = std::pin::pin!(first.clone().cancel_on_drop());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+    }
+    assert_eq!(first.try_result(), Some(Err(Error::new(Status::CANCELED))));
+    // ...and the next connection goes to the second request, not to the withdrawn one.
+    assert!(second.try_result().is_none());
+    let client = adapter();
+    let cq = client.create_completion_queue(4, 0, 0).expect("cq");
+    let qp = client
+        .create_queue_pair(&cq, &cq, 0, 2, 2, 1, 1, 0)
+        .expect("qp");
+    let conn = client.create_connector().expect("connector");
+    let _connect = conn.connect(&qp, addr, 0, 0, b"second").expect("connect");
+    while second.try_result().is_none() {
+        a.progress();
+        client.progress();
+    }
+    assert_eq!(
+        second.try_result(),
+        Some(Ok(())),
+        "the second request gets the connection"
+    );
+    assert_eq!(second_conn.private_data().expect("private data"), b"second");
+}

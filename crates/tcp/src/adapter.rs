@@ -131,7 +131,7 @@ impl traits::Adapter for TcpAdapter {
     }
 
     fn create_memory_window(&self) -> Result<Arc<dyn traits::MemoryWindow>> {
-        Ok(Arc::new(TcpMw::default()))
+        Ok(Arc::new(TcpMw::new(self.shared.clone())))
     }
 
     fn create_shared_receive_queue(

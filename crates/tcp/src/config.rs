@@ -29,6 +29,11 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "largest ULPDU we send, in bytes (128–64768, RFC 5044 §4.5); smaller values follow a real MSS",
     },
     Variable {
+        name: "ND_TCP_WRITE_PROBE",
+        default: "1",
+        meaning: "complete RDMA Writes only once a zero-length Read after them is answered (1), so a refused Write completes ND_ACCESS_VIOLATION, or when TCP takes them (0); needs a netdirect peer",
+    },
+    Variable {
         name: "ND_TCP_CONNECT_TIMEOUT_MS",
         default: "30000",
         meaning: "how long Connect waits for the TCP handshake and the MPA Reply before ND_IO_TIMEOUT",
@@ -41,6 +46,7 @@ pub(crate) struct Config {
     pub(crate) crc: bool,
     pub(crate) mulpdu: usize,
     pub(crate) connect_timeout: Duration,
+    pub(crate) write_probe: bool,
 }
 
 fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -59,6 +65,7 @@ impl Config {
                 netdirect_wire::fpdu::MAX_MULPDU,
             ),
             connect_timeout: Duration::from_millis(var("ND_TCP_CONNECT_TIMEOUT_MS", 30_000)),
+            write_probe: var::<u8>("ND_TCP_WRITE_PROBE", 1) != 0,
         }
     }
 }

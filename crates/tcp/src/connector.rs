@@ -350,9 +350,17 @@ impl traits::Connector for TcpConnector {
             ord: ord as u16,
             p2p: true,
             private_data: private_data.to_vec(),
+            probe: self.shared.config.write_probe,
         });
         let request = init.request();
         let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        // Withdrawing this one request abandons the attempt, as CancelOverlappedRequests does.
+        let me = self.me.clone();
+        c.set_canceller(move || {
+            if let Some(me) = me.upgrade() {
+                let _ = traits::Connector::cancel_overlapped_requests(&*me);
+            }
+        });
         match sock.connect(&SockAddr::from(dest)) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INPROGRESS.raw_os_error()) => {}
@@ -445,6 +453,7 @@ impl traits::Connector for TcpConnector {
                 ird: ird as u16,
                 ord: ord as u16,
                 private_data: private_data.to_vec(),
+                probe: self.shared.config.write_probe,
             },
         );
         let State::Incoming(inc) = std::mem::replace(&mut g.state, State::Done) else {
@@ -465,6 +474,12 @@ impl traits::Connector for TcpConnector {
             outbound: u32::from(neg.local_ord),
         };
         let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        let weak_qp = Arc::downgrade(&qp);
+        c.set_canceller(move || {
+            if let Some(qp) = weak_qp.upgrade() {
+                qp.cancel_accept();
+            }
+        });
         qp.establish_passive(inc.sock, &neg, c)?;
         g.state = State::Attached(qp);
         Ok(ov)

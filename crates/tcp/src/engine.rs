@@ -176,6 +176,13 @@ impl Engine {
         self.epfd.as_fd()
     }
 
+    /// Whether the descriptor was handed out: streams are then in the epoll set, and a stream
+    /// with queued output only hears about writability on an edge, so none may sit on output
+    /// waiting for the next progress call.
+    pub(crate) fn fd_exported(&self) -> bool {
+        self.fd_exported.load(Ordering::Relaxed)
+    }
+
     fn lock_streams(&self) -> std::sync::MutexGuard<'_, Slab<StreamEntry>> {
         self.streams.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -25,6 +25,8 @@ mod engine;
 mod listener;
 mod mem;
 mod mr;
+#[doc(hidden)]
+pub mod protect;
 mod qp;
 mod sockets;
 

@@ -119,6 +119,9 @@ impl TcpListener {
         let mut g = self.lock();
         g.handshakes.retain(|h| !Arc::ptr_eq(h, hs));
         let Some(inc) = inc else { return };
+        // Requests withdrawn one by one (`Overlapped::cancel`) are skipped, never handed a
+        // connection.
+        g.waiting.retain(|(_, ov)| ov.is_pending());
         if let Some((conn, ov)) = g.waiting.pop_front() {
             conn.set_incoming(inc);
             ov.complete(Status::SUCCESS);
@@ -233,6 +236,7 @@ impl traits::Listener for TcpListener {
             conn.set_incoming(inc);
             c.complete(Status::SUCCESS);
         } else {
+            c.allow_cancel();
             g.waiting.push_back((conn, c));
             drop(g);
             // A request may already be sitting in the kernel's accept queue.

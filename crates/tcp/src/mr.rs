@@ -13,8 +13,10 @@ use crate::adapter::Shared;
 /// A memory region object: empty until `register`.
 #[derive(Debug)]
 pub(crate) struct TcpMr {
-    shared: Arc<Shared>,
-    reg: Mutex<Option<Arc<Registration>>>,
+    pub(crate) shared: Arc<Shared>,
+    /// The live registration. `QueuePair::bind` holds this lock while it binds a window over
+    /// the region, so a concurrent Deregister sees the window (`ND_DEVICE_BUSY`) or wins.
+    pub(crate) reg: Mutex<Option<Arc<Registration>>>,
 }
 
 impl TcpMr {
@@ -23,6 +25,11 @@ impl TcpMr {
             shared,
             reg: Mutex::new(None),
         }
+    }
+
+    /// Recognise one of ours among the SPI objects.
+    pub(crate) fn downcast(mr: &Arc<dyn MemoryRegion>) -> Option<&Self> {
+        mr.as_any().downcast_ref::<Self>()
     }
 }
 
@@ -80,15 +87,20 @@ impl MemoryRegion for TcpMr {
         let Some(reg) = slot.as_ref() else {
             return fail(Status::INVALID_DEVICE_STATE);
         };
+        // R-MR-2: synchronously busy while a window is bound over the region.
         if reg.bound_windows.load(std::sync::atomic::Ordering::Acquire) > 0 {
             return fail(Status::DEVICE_BUSY);
         }
+        let reg = slot.take().expect("checked above");
+        // From here no new request or remote access can reach the memory (the token is dead);
+        // the Deregister completes once the last in-flight user (a queued Read Response, a
+        // segment being placed, a posted request) lets go of it: ND_PENDING until then
+        // (IND2MemoryRegion::Deregister), usually at once.
         self.shared.mrs.remove(reg.token);
-        *slot = None;
-        Ok(Overlapped::completed(
-            self.shared.engine.clone(),
-            Status::SUCCESS,
-        ))
+        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        reg.complete_on_release(c);
+        drop(reg);
+        Ok(ov)
     }
 
     fn get_local_token(&self) -> u32 {
@@ -105,7 +117,9 @@ impl MemoryRegion for TcpMr {
     }
 
     fn cancel_overlapped_requests(&self) -> Result<()> {
-        // Register and Deregister complete at once; nothing is ever pending.
+        // Register completes at once. A pending Deregister has already taken effect (the token
+        // is dead) and only waits for in-flight users of the memory, which cancelling could not
+        // hurry: it is left to complete (R-CANCEL-1 covers notification requests).
         Ok(())
     }
 }
@@ -119,10 +133,27 @@ impl Drop for TcpMr {
     }
 }
 
-/// A memory window object (bound by the one-sided support).
-#[derive(Debug, Default)]
+/// A memory window object: invalid until `QueuePair::bind` binds it over a region; the
+/// binding lives in its registration (kind `Window`, the parent region, the queue pair).
+#[derive(Debug)]
 pub(crate) struct TcpMw {
+    pub(crate) shared: Arc<Shared>,
+    /// The current (or last) binding; a revoked registration means "not bound".
     pub(crate) reg: Mutex<Option<Arc<Registration>>>,
+}
+
+impl TcpMw {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            reg: Mutex::new(None),
+        }
+    }
+
+    /// Recognise one of ours among the SPI objects.
+    pub(crate) fn downcast(mw: &Arc<dyn MemoryWindow>) -> Option<&Self> {
+        mw.as_any().downcast_ref::<Self>()
+    }
 }
 
 impl MemoryWindow for TcpMw {
@@ -131,6 +162,7 @@ impl MemoryWindow for TcpMw {
     }
 
     fn get_remote_token(&self) -> u32 {
+        // Valid as soon as Bind returns (the binding is made inside the Bind call).
         self.reg
             .lock()
             .unwrap_or_else(|e| e.into_inner())

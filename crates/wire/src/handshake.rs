@@ -18,6 +18,23 @@
 //!
 //! This crate always sends Rev 2 frames with S set, never requests markers,
 //! and never sends more than [`INTEROP_PRIVATE_DATA`] bytes of private data.
+//!
+//! # The Write completion probe (private to netdirect)
+//!
+//! An RDMA Write has no response on the wire (RFC 5040 §4.3), so an initiator cannot learn
+//! from the protocol alone that the target accepted it. A zero-length RDMA Read Request sent
+//! after a batch of Writes can: the target processes a Read Request only after every earlier
+//! message (RFC 5040 §5.5 rules 12 and 17), and answers a zero-length Read without touching
+//! memory (§5.2.1), so its zero-length Read Response proves that the Writes before it were
+//! placed, and a protection error on one of them arrives as a Terminate instead.
+//!
+//! Such probes must not use the application's read budget (its IRD/ORD, which
+//! `GetReadLimits` reports exactly), so an endpoint that accepts them says so with
+//! [`MpaFlags::COMPLETION_PROBE`], a reserved MPA flag bit that other implementations send as
+//! 0 and ignore (RFC 5044 §7.1.1): the Initiator sets it ([`InitiatorConfig::probe`]), a
+//! Responder that supports it echoes it ([`AcceptConfig::probe`]), and then both ends accept
+//! one zero-length Read Request beyond their IRD ([`Negotiated::probe`]). Against a peer that
+//! does not echo the bit nothing changes on the wire.
 
 use crate::ddp::{DdpHeader, QN_READ_REQUEST};
 use crate::fpdu::{encode_fpdu, SegmentHeader};
@@ -64,6 +81,9 @@ pub struct InitiatorConfig {
     pub p2p: bool,
     /// ULP private data, at most [`INTEROP_ULP_PRIVATE_DATA`] (252) bytes.
     pub private_data: Vec<u8>,
+    /// Offer the Write completion probe: set [`MpaFlags::COMPLETION_PROBE`] in the Request
+    /// (see the module documentation).
+    pub probe: bool,
 }
 
 /// The result of a successful MPA negotiation, on either side.
@@ -89,6 +109,9 @@ pub struct Negotiated {
     pub local_ird: u16,
     /// The ORD we announced (after this module's adjustments).
     pub local_ord: u16,
+    /// Both ends set [`MpaFlags::COMPLETION_PROBE`]: each accepts one zero-length Read
+    /// Request beyond its IRD, and may send one beyond its ORD (module documentation).
+    pub probe: bool,
 }
 
 /// How the Responder answered.
@@ -162,14 +185,17 @@ impl Initiator {
     }
 
     /// The MPA Request bytes to send: Rev 2, S, C as configured, never M; the
-    /// v2 word with A/C/D set when `p2p` (RFC 5044 §7.1.1, RFC 6581 §6, §9).
+    /// v2 word with A/C/D set when `p2p` (RFC 5044 §7.1.1, RFC 6581 §6, §9);
+    /// [`MpaFlags::COMPLETION_PROBE`] when `probe`.
     #[must_use]
     pub fn request(&self) -> Vec<u8> {
-        let flags = if self.cfg.crc {
+        let mut flags = if self.cfg.crc {
             MpaFlags::CRC
         } else {
             MpaFlags::empty()
         };
+        // Private, in a reserved bit that other implementations ignore (module documentation).
+        flags.set(MpaFlags::COMPLETION_PROBE, self.cfg.probe);
         let rtr = match (self.cfg.p2p, self.cfg.ord) {
             (false, _) => RtrTypes::empty(),
             // RFC 6581 §9.2: a Read RTR takes an ORD slot; offer it only when we have one.
@@ -259,6 +285,8 @@ impl Initiator {
             private_data: f.ulp_data.to_vec(),
             local_ird: self.cfg.ird,
             local_ord: self.cfg.ord,
+            // Only a Responder that saw our bit echoes it; anything else means no probes.
+            probe: self.cfg.probe && f.flags.contains(MpaFlags::COMPLETION_PROBE),
         };
         Ok(Some((InitiatorOutcome::Accepted(negotiated), n)))
     }
@@ -277,6 +305,9 @@ pub struct ConnectRequest {
     pub enhanced: Option<EnhancedData>,
     /// The Initiator's ULP private data (v2 word removed).
     pub private_data: Vec<u8>,
+    /// The Initiator offered netdirect's Write completion probe
+    /// ([`MpaFlags::COMPLETION_PROBE`]).
+    pub probe: bool,
 }
 
 /// The Responder's side of the MPA exchange (parses the Request).
@@ -321,6 +352,7 @@ impl Responder {
             markers: f.flags.contains(MpaFlags::MARKERS),
             enhanced: f.enhanced,
             private_data: f.ulp_data.to_vec(),
+            probe: f.flags.contains(MpaFlags::COMPLETION_PROBE),
         };
         Ok(Some((req, n)))
     }
@@ -346,6 +378,9 @@ pub struct AcceptConfig {
     pub ord: u16,
     /// ULP private data: at most 252 bytes (256 for a Rev 1 Request).
     pub private_data: Vec<u8>,
+    /// Support netdirect's Write completion probe: echo [`MpaFlags::COMPLETION_PROBE`] when
+    /// the Request carries it (module documentation).
+    pub probe: bool,
 }
 
 /// Revision of our Reply: Rev 1 answers Rev 1 (RFC 6581 §10).
@@ -374,6 +409,7 @@ fn reply_pd_limit(req: &ConnectRequest) -> usize {
 ///   chosen type is set (RFC 6581 §9.2; siw's choice). A Read RTR raises our
 ///   IRD to ≥ 1. Our ORD is limited to the Initiator's IRD (RFC 6581 §9.1).
 /// * C is set when either side wants CRCs.
+/// * [`MpaFlags::COMPLETION_PROBE`] is echoed when the Request has it and `cfg.probe`.
 ///
 /// Markers are not supported: if [`must_reject`] is true the caller must
 /// call [`reject`] instead (this function ignores M).
@@ -415,11 +451,13 @@ pub fn try_accept(
             ord,
         }
     });
-    let flags = if crc {
+    let mut flags = if crc {
         MpaFlags::CRC
     } else {
         MpaFlags::empty()
     };
+    let probe = req.probe && cfg.probe;
+    flags.set(MpaFlags::COMPLETION_PROBE, probe);
     let bytes = MpaFrame {
         kind: FrameKind::Reply,
         flags,
@@ -439,6 +477,7 @@ pub fn try_accept(
         private_data: req.private_data.clone(),
         local_ird: ird,
         local_ord: ord,
+        probe,
     };
     Ok((bytes, negotiated))
 }

@@ -36,7 +36,8 @@ pub const IRD_ORD_MASK: u16 = 0x3FFF;
 
 bitflags::bitflags! {
     /// The flag byte of a Request/Reply frame (RFC 5044 §7.1.1, RFC 6581 §6).
-    /// The four reserved bits are dropped on decode and sent as 0.
+    /// Of the four reserved bits, three (0x0B) are dropped on decode and sent as 0; the fourth
+    /// (0x04) is netdirect's private [`MpaFlags::COMPLETION_PROBE`].
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub struct MpaFlags: u8 {
         /// M: the sender requires markers in what the peer sends.
@@ -47,6 +48,13 @@ bitflags::bitflags! {
         const REJECT = 0x20;
         /// S: enhanced (RFC 6581): the private data starts with the IRD/ORD word.
         const ENHANCED = 0x10;
+        /// Private to netdirect, in a reserved bit ("Res: send 0, never check", RFC 5044
+        /// §7.1.1; Linux siw uses 0x08 privately the same way, so 0x04 is taken here): the
+        /// sender accepts one zero-length RDMA Read Request beyond the IRD it announces, which
+        /// its peer uses as a Write completion probe (see [`crate::handshake`]). Set by the
+        /// Initiator in its Request and echoed by a Responder that supports it; every other
+        /// implementation ignores it, and a Reply without it means "no probes".
+        const COMPLETION_PROBE = 0x04;
     }
 }
 
@@ -149,7 +157,8 @@ pub struct MpaFrame<'a> {
     /// Request or Reply (the key).
     pub kind: FrameKind,
     /// Flags. On encode, `ENHANCED` is set exactly when `enhanced` is `Some`.
-    /// On decode, reserved bits are dropped, and `ENHANCED` is dropped when
+    /// On decode, reserved bits other than netdirect's private
+    /// [`MpaFlags::COMPLETION_PROBE`] are dropped, and `ENHANCED` is dropped when
     /// `rev < 2` (the S bit is reserved in RFC 5044 frames).
     pub flags: MpaFlags,
     /// Revision: 0, 1 or 2 are decoded; 2 is needed for `enhanced`.
@@ -228,8 +237,8 @@ impl MpaFrame<'_> {
     }
 
     /// Appends the frame's bytes to `out` (RFC 5044 §7.1.1, RFC 6581 §6).
-    /// Sets `ENHANCED` iff `enhanced` is `Some`; reserved bits are 0; `rev`
-    /// is written as given.
+    /// Sets `ENHANCED` iff `enhanced` is `Some`; the reserved bits are 0 except a
+    /// [`MpaFlags::COMPLETION_PROBE`] given in `flags`; `rev` is written as given.
     ///
     /// A frame whose [`MpaFrame::pd_len`] exceeds [`MAX_PRIVATE_DATA`] is
     /// still encoded (useful for negative tests) but peers reject it.

@@ -124,6 +124,7 @@ fn check_mpa(buf: &[u8]) {
             ord: 4,
             p2p,
             private_data: vec![1, 2, 3],
+            probe: false,
         });
         if let Ok(Some((_, n))) = init.handle_reply(buf) {
             assert!(n <= buf.len());

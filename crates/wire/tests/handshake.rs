@@ -13,6 +13,7 @@ fn init(crc: bool, p2p: bool, ord: u16) -> Initiator {
         ord,
         p2p,
         private_data: b"hello".to_vec(),
+        probe: false,
     })
 }
 
@@ -22,6 +23,7 @@ fn cfg(crc: bool, ird: u16, ord: u16) -> AcceptConfig {
         ird,
         ord,
         private_data: b"world".to_vec(),
+        probe: false,
     }
 }
 
@@ -110,6 +112,7 @@ fn responder_picks_read_and_raises_ird() {
             ord: 1,
         }),
         private_data: Vec::new(),
+        probe: false,
     };
     let (bytes, n) = accept(&req, &cfg(false, 0, 16));
     assert_eq!(n.rtr, Some(Rtr::Read));
@@ -143,6 +146,7 @@ fn responder_proposes_write_when_nothing_offered() {
             ord: 1,
         }),
         private_data: Vec::new(),
+        probe: false,
     };
     let (bytes, n) = accept(&req, &cfg(false, 4, 100));
     assert_eq!(n.rtr, Some(Rtr::Write));
@@ -159,6 +163,7 @@ fn rev1_request_gets_rev1_reply() {
         markers: false,
         enhanced: None,
         private_data: b"old".to_vec(),
+        probe: false,
     };
     let (bytes, n) = accept(&req, &cfg(false, 4, 4));
     assert_eq!(bytes.len(), 20 + 5);
@@ -270,6 +275,7 @@ fn request_never_exceeds_interop_limit() {
         ord: 0xFFFF,
         p2p: false,
         private_data: vec![0; 252],
+        probe: false,
     });
     let r = i.request();
     assert_eq!(r.len(), 20 + 256);
@@ -278,4 +284,89 @@ fn request_never_exceeds_interop_limit() {
     assert_eq!(f.rev, 2);
     assert!(f.flags.contains(MpaFlags::ENHANCED | MpaFlags::CRC));
     assert!(!f.flags.contains(MpaFlags::MARKERS));
+}
+
+fn init_probe(probe: bool) -> Initiator {
+    Initiator::new(InitiatorConfig {
+        probe,
+        ..InitiatorConfig {
+            crc: true,
+            ird: 2,
+            ord: 3,
+            p2p: true,
+            private_data: b"hello".to_vec(),
+            probe: false,
+        }
+    })
+}
+
+fn cfg_probe(probe: bool) -> AcceptConfig {
+    AcceptConfig {
+        probe,
+        ..cfg(true, 3, 2)
+    }
+}
+
+/// netdirect's private Write completion probe: a reserved flag bit (0x04) set by the Initiator
+/// and echoed by the Responder; both ends learn it only when both set it, and the IRD/ORD word
+/// (what GetReadLimits reports) is the same either way.
+#[test]
+fn completion_probe_negotiation() {
+    for (ours, theirs) in [(true, true), (true, false), (false, true), (false, false)] {
+        let mut i = init_probe(ours);
+        let req = i.request();
+        assert_eq!(
+            req[16] & 0x04 != 0,
+            ours,
+            "Request flag byte {:#04x}",
+            req[16]
+        );
+        // The only reserved bit we ever send is the probe bit.
+        assert_eq!(req[16] & 0x0B, 0);
+        let (r, _) = Responder::new().handle_request(&req).unwrap().unwrap();
+        assert_eq!(r.probe, ours);
+        let (rep, rn) = accept(&r, &cfg_probe(theirs));
+        assert_eq!(
+            rep[16] & 0x04 != 0,
+            ours && theirs,
+            "Reply echoes only an offer"
+        );
+        let (n, _) = match i.handle_reply(&rep).unwrap().unwrap() {
+            (InitiatorOutcome::Accepted(n), used) => (n, used),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((n.probe, rn.probe), (ours && theirs, ours && theirs));
+        // The read limits are the application's, probe or not.
+        assert_eq!(
+            (n.local_ird, n.local_ord, n.peer_ird, n.peer_ord),
+            (2, 3, 3, 2)
+        );
+        assert_eq!((rn.local_ird, rn.local_ord), (3, 2));
+    }
+}
+
+/// A Reply with the bit from a peer we did not offer it to (it ignores "send 0") changes
+/// nothing; a reject never carries it.
+#[test]
+fn completion_probe_needs_our_offer() {
+    let mut i = init_probe(false);
+    let req = i.request();
+    let (r, _) = Responder::new().handle_request(&req).unwrap().unwrap();
+    let (mut rep, _) = accept(&r, &cfg_probe(true));
+    rep[16] |= 0x04;
+    match i.handle_reply(&rep).unwrap().unwrap() {
+        (InitiatorOutcome::Accepted(n), _) => assert!(!n.probe),
+        other => panic!("{other:?}"),
+    }
+    let mut i = init_probe(true);
+    let (r, _) = Responder::new()
+        .handle_request(&i.request())
+        .unwrap()
+        .unwrap();
+    let rej = reject(&r, b"no");
+    assert_eq!(rej[16] & 0x0F, 0, "reject flags {:#04x}", rej[16]);
+    assert!(matches!(
+        i.handle_reply(&rej).unwrap().unwrap().0,
+        InitiatorOutcome::Rejected { .. }
+    ));
 }

@@ -48,6 +48,7 @@ fn initiator(p2p: bool) -> Initiator {
         ord: 8,
         p2p,
         private_data: Vec::new(),
+        probe: false,
     })
 }
 

@@ -46,6 +46,7 @@ fn request_8_1() -> ConnectRequest {
             ord: 16,
         }),
         private_data: b"rust-nd!".to_vec(),
+        probe: false,
     }
 }
 
@@ -58,6 +59,7 @@ fn mpa_request_8_1() {
         ord: 16,
         p2p: false,
         private_data: b"rust-nd!".to_vec(),
+        probe: false,
     });
     assert_eq!(init.request(), want);
 
@@ -83,6 +85,7 @@ fn mpa_reply_8_2() {
         ird: 16,
         ord: 16,
         private_data: Vec::new(),
+        probe: false,
     };
     let (bytes, neg) = handshake::accept(&request_8_1(), &cfg);
     assert_eq!(bytes, want);
@@ -98,6 +101,7 @@ fn mpa_reply_8_2() {
             private_data: b"rust-nd!".to_vec(),
             local_ird: 16,
             local_ord: 16,
+            probe: false,
         }
     );
 
@@ -107,6 +111,7 @@ fn mpa_reply_8_2() {
         ord: 16,
         p2p: false,
         private_data: b"rust-nd!".to_vec(),
+        probe: false,
     });
     // The Reply followed by the first FPDU in the same buffer.
     let mut buf = want.clone();
@@ -125,6 +130,7 @@ fn mpa_reply_8_2() {
             private_data: Vec::new(),
             local_ird: 16,
             local_ord: 16,
+            probe: false,
         })
     );
 
@@ -159,6 +165,7 @@ fn p2p_words_8_1() {
         ord: 16,
         p2p: true,
         private_data: Vec::new(),
+        probe: false,
     });
     let req = init.request();
     assert_eq!(req[20..24], [0x80, 0x10, 0xc0, 0x10]);
@@ -170,6 +177,7 @@ fn p2p_words_8_1() {
             ird: 16,
             ord: 16,
             private_data: Vec::new(),
+            probe: false,
         },
     );
     // siw's Reply choosing Write.

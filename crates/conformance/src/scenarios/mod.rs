@@ -2,6 +2,7 @@
 
 mod connection;
 mod data;
+mod rdma;
 mod teardown;
 
 use std::fmt;
@@ -154,6 +155,59 @@ pub const SCENARIOS: &[Scenario] = &[
         flow: Flow::Normal,
         server: teardown::overrun_server,
         client: teardown::overrun_client,
+    },
+    Scenario {
+        name: "rdma-write-read",
+        summary: "RDMA Write then Read back of 0 B, 1 B, 4 KiB, 1 MiB and 64 MiB in 1, 3 and \
+                  MaxSge SGEs, every byte checked; SILENT_SUCCESS, INLINE from unregistered \
+                  memory, in-order completions; the passive side Writes and Reads too",
+        flow: Flow::Normal,
+        server: rdma::write_read_server,
+        client: rdma::write_read_client,
+    },
+    Scenario {
+        name: "rdma-read-fence",
+        summary: "READ_FENCE: a Send and a Write posted right after Reads carry what the \
+                  Reads brought (they waited for them)",
+        flow: Flow::Normal,
+        server: rdma::read_fence_server,
+        client: rdma::read_fence_client,
+    },
+    Scenario {
+        name: "rdma-read-limits",
+        summary: "Connect(0, 3) / Accept(3, 0): exact GetReadLimits; 24 Reads (some of 4 SGEs) \
+                  posted at once never exceed the IRD; a Read with ORD 0 is refused",
+        flow: Flow::Normal,
+        server: rdma::read_limits_server,
+        client: rdma::read_limits_client,
+    },
+    Scenario {
+        name: "rdma-windows",
+        summary: "memory windows over a region without remote rights (R-MW-1): token valid at \
+                  Bind, Bind/Invalidate completions in order, flags 0 (D11), Deregister busy \
+                  (R-MR-2), rebind with new rights, Invalidate of an unbound window",
+        flow: Flow::Normal,
+        server: rdma::windows_server,
+        client: rdma::windows_client,
+    },
+    Scenario {
+        name: "rdma-protection",
+        summary: "every remote-access violation (unknown token, wrong key, deregistered region, \
+                  missing rights, one byte out at either end, address + length overflow, \
+                  invalidated or read-only window): the request completes \
+                  ND_ACCESS_VIOLATION (D6), the rest ND_CANCELED on both sides, the target's \
+                  memory untouched",
+        flow: Flow::Normal,
+        server: rdma::protection_server,
+        client: rdma::protection_client,
+    },
+    Scenario {
+        name: "rdma-window-other-qp",
+        summary: "a window is bound to one queue pair: its token fails through another \
+                  connection to the same peer (STag not associated) and works through its own",
+        flow: Flow::Normal,
+        server: rdma::window_other_qp_server,
+        client: rdma::window_other_qp_client,
     },
 ];
 

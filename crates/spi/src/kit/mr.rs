@@ -12,7 +12,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::MrFlags;
+use crate::kit::overlapped::OvCompleter;
+use crate::{MrFlags, Status};
 
 /// What a remote access needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +72,22 @@ pub struct Registration {
     pub parent: Option<Arc<Self>>,
     /// Keeps owned memory alive for as long as any in-flight request holds this registration.
     _keepalive: Option<Arc<dyn Any + Send + Sync>>,
+    /// Completed when the last reference goes: an asynchronous Deregister that waits for every
+    /// in-flight user (a queued Read Response, a segment being placed) to let go.
+    on_release: Mutex<Option<OvCompleter>>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(c) = self
+            .on_release
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            c.complete(Status::SUCCESS);
+        }
+    }
 }
 
 impl fmt::Debug for Registration {
@@ -119,6 +136,19 @@ impl Registration {
     /// Mark invalid: every later lookup or check fails.
     pub fn invalidate(&self) {
         self.valid.store(false, Ordering::Release);
+    }
+
+    /// Mark invalid; returns whether this call did it (it was valid before). Lets several
+    /// paths race to unbind a window while only one of them releases the region.
+    pub fn revoke(&self) -> bool {
+        self.valid.swap(false, Ordering::AcqRel)
+    }
+
+    /// Complete `c` with `ND_SUCCESS` once the last reference to this registration is gone
+    /// (`IND2MemoryRegion::Deregister` returning `ND_PENDING` until no request or remote
+    /// access still uses the memory). Replaces an earlier completer, which then never fires.
+    pub fn complete_on_release(&self, c: OvCompleter) {
+        *self.on_release.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
     }
 }
 
@@ -189,6 +219,7 @@ impl Table {
             bound_qp: AtomicU32::new(0),
             parent: n.parent,
             _keepalive: n.keepalive,
+            on_release: Mutex::new(None),
         });
         map.insert(token >> 8, reg.clone());
         reg
@@ -323,5 +354,100 @@ mod tests {
             Ok(()),
             "zero length: no bounds check"
         );
+    }
+
+    /// R-MR-1: the same buffer registered 10,000 times gets 10,000 distinct tokens, none with
+    /// index 0, spread over the whole index and key space (RFC 5040 §8.1.1 item 8: STags
+    /// hard to predict).
+    #[test]
+    fn ten_thousand_registrations_of_one_buffer() {
+        let t = Table::new();
+        let regs: Vec<_> = (0..10_000)
+            .map(|i| {
+                let flags = if i % 2 == 0 {
+                    MrFlags::ALLOW_REMOTE_READ
+                } else {
+                    MrFlags::ALLOW_REMOTE_WRITE
+                };
+                t.insert(new(0x10_0000, 4096, flags))
+            })
+            .collect();
+        assert_eq!(t.len(), 10_000);
+        let tokens: std::collections::HashSet<u32> = regs.iter().map(|r| r.token).collect();
+        let indexes: std::collections::HashSet<u32> = regs.iter().map(|r| r.token >> 8).collect();
+        assert_eq!((tokens.len(), indexes.len()), (10_000, 10_000));
+        assert!(regs.iter().all(|r| r.token >> 8 != 0));
+        // Every key value and both halves of the index space occur (a counter would not).
+        let keys: std::collections::HashSet<u8> = regs.iter().map(|r| r.token as u8).collect();
+        assert!(keys.len() > 250, "only {} distinct keys", keys.len());
+        assert!(regs.iter().any(|r| r.token >> 31 == 1) && regs.iter().any(|r| r.token >> 31 == 0));
+        // Each registration keeps its own rights.
+        assert_eq!(regs[0].check(0x10_0000, 1, Access::RemoteRead), Ok(()));
+        assert_eq!(
+            regs[0].check(0x10_0000, 1, Access::RemoteWrite),
+            Err(AccessError::NoRights)
+        );
+        assert_eq!(regs[1].check(0x10_0000, 1, Access::RemoteWrite), Ok(()));
+        for r in &regs {
+            assert!(t.remove(r.token).is_some());
+        }
+        assert!(t.is_empty());
+    }
+
+    /// A deregistered token never works again: not through the table (its index may be
+    /// reused, but the key is compared too), not through a registration someone still holds,
+    /// and no later registration is handed the same token.
+    #[test]
+    fn deregistered_tokens_stay_dead() {
+        let t = Table::new();
+        let mut dead = std::collections::HashSet::new();
+        for _ in 0..5_000 {
+            let r = t.insert(new(0x2000, 64, MrFlags::ALLOW_REMOTE_WRITE));
+            assert!(
+                !dead.contains(&r.token),
+                "token {:#x} issued twice",
+                r.token
+            );
+            assert!(t.lookup(r.token).is_some());
+            assert!(t.remove(r.token).is_some());
+            assert!(t.lookup(r.token).is_none());
+            assert!(t.remove(r.token).is_none(), "removed twice");
+            assert_eq!(
+                r.check(0x2000, 1, Access::RemoteWrite),
+                Err(AccessError::InvalidToken)
+            );
+            dead.insert(r.token);
+        }
+        // Same index, other key: not found.
+        let live = t.insert(new(0x2000, 64, MrFlags::ALLOW_REMOTE_WRITE));
+        for k in 1..=255u32 {
+            assert!(t.lookup(live.token ^ k).is_none());
+        }
+    }
+
+    #[test]
+    fn revoke_once_and_release_completes_deregister() {
+        use crate::kit::overlapped::{Driver, Overlapped};
+        #[derive(Debug)]
+        struct NoDriver;
+        impl Driver for NoDriver {
+            fn progress(&self) {}
+            fn wait(&self, _: Option<std::time::Duration>) {}
+            fn notify(&self) {}
+        }
+        let t = Table::new();
+        let r = t.insert(new(0x3000, 64, MrFlags::ALLOW_LOCAL_WRITE));
+        assert!(r.revoke());
+        assert!(!r.revoke(), "second revoke");
+        assert!(t.lookup(r.token).is_none(), "revoked");
+        t.remove(r.token);
+        // A user still holds the registration: the Deregister stays pending until it lets go.
+        let user = r.clone();
+        let (ov, c) = Overlapped::pending(Arc::new(NoDriver));
+        r.complete_on_release(c);
+        drop(r);
+        assert!(!ov.is_complete());
+        drop(user);
+        assert_eq!(ov.status(), Status::SUCCESS);
     }
 }

@@ -150,7 +150,12 @@ impl Overlapped {
         if self.is_complete() {
             return;
         }
-        let c = self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let c = self
+            .state
+            .cancel
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some(c) = c {
             c();
         }
@@ -236,7 +241,7 @@ impl OvCompleter {
         let weak = Arc::downgrade(&self.state);
         self.set_canceller(move || {
             if let Some(state) = weak.upgrade() {
-                OvCompleter { state }.complete(Status::CANCELED);
+                Self { state }.complete(Status::CANCELED);
             }
         });
     }
@@ -263,7 +268,13 @@ impl OvCompleter {
             .is_ok();
         if done {
             // The canceller may hold references to the provider object; let them go.
-            drop(self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()).take());
+            drop(
+                self.state
+                    .cancel
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take(),
+            );
             let waker = self
                 .state
                 .waker

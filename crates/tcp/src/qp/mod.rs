@@ -1,35 +1,77 @@
 //! `IND2QueuePair` over one TCP connection: the RDMAP/DDP/MPA data path of the `tcp` provider.
 //!
 //! One mutex guards a queue pair's state. The I/O is driven by whoever gets there: the poster
-//! (a Send is written to the socket inside `send` when nothing is queued ahead of it), a
+//! (a request is written to the socket inside the post when nothing is queued ahead of it), a
 //! caller polling a completion queue (`get_results` reads the socket), or a blocking waiter
 //! dispatched by the engine. Nothing on this path allocates: work requests live in
 //! preallocated queues, frames are encoded into a reused staging buffer, and large payloads go
-//! to the socket straight from registered memory.
+//! to the socket straight from registered memory and come from it straight into registered
+//! memory.
+//!
+//! # The initiator queue
+//!
+//! Sends, RDMA Writes, RDMA Reads, Binds and Invalidates share one FIFO (`sq`) and complete
+//! in order on the initiator CQ (RFC 5040 §5.5 rules 13 and 15). A request goes through three
+//! stages: *encoded* (its FPDUs are queued in `tx`, in post order), *sent* (TCP took all of
+//! them), *complete*:
+//!
+//! * a Send when sent (rule 9: the LLP accepted it);
+//! * a Read when the Read Response of each of its Read Requests has arrived (rule 19);
+//! * a Write, with the completion probe negotiated, when a Read Response to a Read Request
+//!   sent after it has arrived (see [`netdirect_wire::handshake`]: the target answers a Read
+//!   only after placing everything before it, so a Terminate, not a response, comes back when
+//!   the Write was refused, and the Write can complete with `ND_ACCESS_VIOLATION`); against a
+//!   peer without the probe, when sent;
+//! * Bind and Invalidate when their turn comes (they act at post time).
+//!
+//! Read Requests use ORD slots: at most the connection's ORD application Reads are in flight,
+//! and the queue holds back the request that would exceed it together with everything after
+//! it (RFC 5040 §5.4, §6.1). `READ_FENCE` holds a request back until every earlier Read is
+//! complete (§5.5 rule 12). A probe (one zero-length Read Request) is sent after the last Write
+//! of a batch when no Read follows it; at most one is in flight, outside the ORD.
+//!
+//! # Inbound one-sided traffic
+//!
+//! Every inbound Write segment, Read Request and Read Response is checked by
+//! [`crate::protect`] before a byte is placed or sent; a violation sends one Terminate and
+//! ends the connection. Read Responses to the peer's Read Requests are queued behind whatever
+//! is already in `tx`, with their source memory referenced, not copied; at most the
+//! connection's IRD of them (plus one zero-length probe) may be queued (RFC 5040 §5.4).
 
 mod queue;
 mod rx;
 mod tx;
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use netdirect_spi::kit::cq::{CqCore, ProgressSource, PushKind};
-use netdirect_spi::kit::mr::{Access, AccessError, Registration};
+use netdirect_spi::kit::mr::{Access, AccessError, Kind, NewRegistration, Registration};
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
-use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
+use netdirect_spi::{fail, Error, MrFlags, NdResult, OpFlags, RequestType, Result, Sge, Status};
 use netdirect_wire::handshake::{Negotiated, Rtr};
+use netdirect_wire::rdmap::{ReadRequest, TermError, Terminate};
 use rustix::event::epoll::EventFlags;
 use socket2::Socket;
 
 use crate::adapter::Shared;
 use crate::cq::TcpCq;
 use crate::engine::{Source, Stream};
+use crate::mr::{TcpMr, TcpMw};
+use crate::protect::ExpectedResponse;
 use queue::{Seg, WrQueue};
 use rx::Rx;
 use tx::Tx;
+
+/// Queue pair ids: a window remembers the queue pair it was bound through.
+static NEXT_QP_ID: AtomicU32 = AtomicU32::new(1);
+
+/// Most SGEs an INLINE request may carry (the SGE limit does not apply to them, §2.9).
+const MAX_INLINE_SGE: usize = 64;
 
 /// Where the connection of a queue pair stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,10 +94,22 @@ pub(crate) struct RecvWr {
     pub(crate) total: u64,
 }
 
-/// What an initiator request puts on the wire.
+/// What an initiator request does.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum TxKind {
     Send,
+    /// RDMA Write to the peer's `to` under `stag` (the STag's host value).
+    Write {
+        stag: u32,
+        to: u64,
+    },
+    /// RDMA Read from the peer's `to` under `stag`.
+    Read {
+        stag: u32,
+        to: u64,
+    },
+    Bind,
+    Invalidate,
 }
 
 /// A posted initiator request.
@@ -66,6 +120,117 @@ pub(crate) struct SendWr {
     pub(crate) flags: OpFlags,
     pub(crate) total: u64,
     pub(crate) request_type: RequestType,
+    /// An error found at post time: the request never reaches the wire, completes with this
+    /// status in its turn, and ends the connection (R-QP-6). Nothing after it is sent.
+    pub(crate) error: Option<Status>,
+    /// Send: its MSN on QN 0. Read: the MSN of its first Read Request on QN 1.
+    pub(crate) msn: u32,
+    /// Read: Read Requests it needs (one per non-empty SGE, at least one), issued, answered.
+    pub(crate) parts: u16,
+    pub(crate) issued: u16,
+    pub(crate) answered: u16,
+    /// Write: the count of answered Read Requests that proves it placed (module docs).
+    pub(crate) proof: u64,
+}
+
+impl SendWr {
+    fn new(context: u64, kind: TxKind, flags: OpFlags, total: u64) -> Self {
+        let request_type = match kind {
+            TxKind::Send => RequestType::Send,
+            TxKind::Write { .. } => RequestType::Write,
+            TxKind::Read { .. } => RequestType::Read,
+            TxKind::Bind => RequestType::Bind,
+            TxKind::Invalidate => RequestType::Invalidate,
+        };
+        Self {
+            context,
+            kind,
+            flags,
+            total,
+            request_type,
+            error: None,
+            msn: 0,
+            parts: 1,
+            issued: 0,
+            answered: 0,
+            proof: 0,
+        }
+    }
+}
+
+/// Why an outbound Read Request was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadKind {
+    /// For an application Read: the sequence number of its work request and the SGE it fills.
+    App { wr_seq: u64, seg: usize },
+    /// A Write completion probe.
+    Probe,
+    /// The MPA v2 Read RTR.
+    Rtr,
+}
+
+/// An outbound Read Request waiting for its Response.
+#[derive(Debug)]
+pub(crate) struct OutRead {
+    pub(crate) kind: ReadKind,
+    pub(crate) expect: ExpectedResponse,
+}
+
+/// An inbound Read Request whose Response is queued and not yet fully handed to TCP.
+#[derive(Debug)]
+pub(crate) struct InRead {
+    /// Keeps the source registration (and owned memory) alive until the Response is sent.
+    _src: Option<Arc<Registration>>,
+    /// It holds the probe slot rather than an IRD slot.
+    probe_slot: bool,
+}
+
+/// One-sided state of a connection (RFC 5040 §5.4, §6.1).
+#[derive(Debug, Default)]
+pub(crate) struct Rdma {
+    /// Inbound Read Requests we queue (our IRD) and outbound ones we keep in flight (our
+    /// ORD): the values `GetReadLimits` reports.
+    pub(crate) ird: u32,
+    pub(crate) ord: u32,
+    /// Both ends negotiated the Write completion probe.
+    pub(crate) probe: bool,
+    /// Outbound Read Requests awaiting their Response, oldest first (responses come in
+    /// request order, RFC 5040 §5.5 rule 20).
+    pub(crate) orq: VecDeque<OutRead>,
+    /// Application Read Requests in flight (≤ `ord`).
+    pub(crate) app_reads: u32,
+    /// A probe is in flight.
+    pub(crate) probe_out: bool,
+    /// Read Requests of every kind issued, and answered.
+    pub(crate) issued: u64,
+    pub(crate) answered: u64,
+    /// The largest `proof` of an encoded Write: a probe is due while it exceeds `issued`.
+    pub(crate) write_proof: u64,
+    /// Inbound Read Requests whose Response is queued, oldest first.
+    pub(crate) irq: VecDeque<InRead>,
+    /// One of them holds the probe slot.
+    pub(crate) irq_probe: bool,
+}
+
+impl Rdma {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            orq: VecDeque::with_capacity(n),
+            irq: VecDeque::with_capacity(n),
+            ..Self::default()
+        }
+    }
+}
+
+/// How a connection ends.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// Local Disconnect: hand TCP what it takes of the queue, keep the stream framed, FIN.
+    Graceful,
+    /// A protocol error: one Terminate after the frame on the wire, then FIN (RFC 5040 §5.4).
+    Terminate(Terminate),
+    /// The peer closed, reset or terminated: drop the queue, FIN.
+    Abort,
 }
 
 pub(crate) struct Inner {
@@ -76,20 +241,65 @@ pub(crate) struct Inner {
     pub(crate) sq: WrQueue<SendWr>,
     /// How many `sq` requests (from the front) have been encoded into `tx`.
     pub(crate) encoded: usize,
+    /// How many `sq` requests (from the front) TCP has fully taken.
+    pub(crate) sent: usize,
+    /// The sequence number of the request at the front of `sq` (posts are numbered in order).
+    pub(crate) front_seq: u64,
     pub(crate) tx: Tx,
     pub(crate) rx: Rx,
+    pub(crate) rdma: Rdma,
+    /// Everything queued in `tx` is zero-length Read Responses the receive path produced:
+    /// they may wait for the next progress call, to leave with the application's next message
+    /// (module `rx`: deferred responses).
+    pub(crate) lazy: bool,
+    /// The request a received Terminate (or a bad Read Response) names, and its status; the
+    /// others are flushed `ND_CANCELED` (iwarp-wire.md §4.4, attribution).
+    pub(crate) failed: Option<(u64, Status)>,
+    /// Windows bound through this queue pair (unbound when the connection ends).
+    pub(crate) windows: Vec<Arc<Registration>>,
+    /// Closed, with output still to hand to TCP before the FIN.
+    pub(crate) shutdown_pending: bool,
     /// The pending Accept, completed by the initiator's first FPDU.
     pub(crate) accept: Option<OvCompleter>,
     pub(crate) disconnect_waiters: PendingRequests<()>,
     /// Whether the connection ever came up (NotifyDisconnect needs it).
     pub(crate) was_connected: bool,
-    /// Last registration a local SGE resolved to: most posts reuse the same buffer.
-    cache: Option<Arc<Registration>>,
+    /// Last registration a local SGE resolved to: most posts reuse the same buffer. Weak, so
+    /// that it never keeps a deregistered region's Deregister pending.
+    cache: Weak<Registration>,
+}
+
+impl Inner {
+    fn new(rq: WrQueue<RecvWr>, sq: WrQueue<SendWr>) -> Self {
+        Self {
+            conn: Conn::Idle,
+            sock: None,
+            crc: false,
+            rq,
+            sq,
+            encoded: 0,
+            sent: 0,
+            front_seq: 0,
+            tx: Tx::new(),
+            rx: Rx::new(),
+            rdma: Rdma::with_capacity(16),
+            lazy: false,
+            failed: None,
+            windows: Vec::new(),
+            shutdown_pending: false,
+            accept: None,
+            disconnect_waiters: PendingRequests::new(),
+            was_connected: false,
+            cache: Weak::new(),
+        }
+    }
 }
 
 /// The `tcp` provider's queue pair.
 pub(crate) struct TcpQp {
     me: Weak<Self>,
+    /// This queue pair's id (windows bound through it carry it).
+    id: u32,
     pub(crate) shared: Arc<Shared>,
     rcq: Arc<TcpCq>,
     icq: Arc<TcpCq>,
@@ -102,6 +312,7 @@ pub(crate) struct TcpQp {
 impl fmt::Debug for TcpQp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TcpQp")
+            .field("id", &self.id)
             .field("context", &self.context)
             .finish_non_exhaustive()
     }
@@ -114,6 +325,23 @@ fn seg_capacity(requested: u32) -> usize {
     requested.max(4) as usize
 }
 
+/// The SGE a Read's `part`-th Read Request fills (the `part`-th non-empty SGE; `None` when
+/// the Read has no data), and the offset of that SGE's bytes in the Read.
+fn read_part(segs: &[Seg], part: u16) -> (Option<usize>, u64) {
+    let mut off = 0u64;
+    let mut n = 0u16;
+    for (i, s) in segs.iter().enumerate() {
+        if s.len > 0 {
+            if n == part {
+                return (Some(i), off);
+            }
+            n += 1;
+        }
+        off += u64::from(s.len);
+    }
+    (None, 0)
+}
+
 impl TcpQp {
     pub(crate) fn new(shared: Arc<Shared>, cfg: &QueuePairConfig) -> Result<Arc<Self>> {
         let rcq = TcpCq::downcast(&cfg.receive_cq).ok_or(Error::invalid_parameter(2))?;
@@ -124,32 +352,23 @@ impl TcpQp {
         let info = shared.info;
         let qp = Arc::new_cyclic(|me| Self {
             me: me.clone(),
+            id: NEXT_QP_ID.fetch_add(1, Ordering::Relaxed),
             shared: shared.clone(),
             rcq: rcq.clone(),
             icq: icq.clone(),
             context: cfg.context,
             max_transfer: u64::from(info.max_transfer_length),
             inline_size: cfg.inline_data_size,
-            inner: Mutex::new(Inner {
-                conn: Conn::Idle,
-                sock: None,
-                crc: false,
-                rq: WrQueue::new(
+            inner: Mutex::new(Inner::new(
+                WrQueue::new(
                     cfg.receive_queue_depth as usize,
                     seg_capacity(cfg.max_receive_request_sge),
                 ),
-                sq: WrQueue::new(
+                WrQueue::new(
                     cfg.initiator_queue_depth as usize,
                     seg_capacity(cfg.max_initiator_request_sge),
                 ),
-                encoded: 0,
-                tx: Tx::new(),
-                rx: Rx::new(),
-                accept: None,
-                disconnect_waiters: PendingRequests::new(),
-                was_connected: false,
-                cache: None,
-            }),
+            )),
         });
         let src: Weak<dyn ProgressSource> = qp.me.clone();
         rcq.core.attach(src.clone());
@@ -196,10 +415,16 @@ impl TcpQp {
         if status == Status::SUCCESS && wr.flags.contains(OpFlags::SILENT_SUCCESS) {
             return;
         }
+        let bytes = match (status, wr.kind) {
+            (Status::SUCCESS, TxKind::Send | TxKind::Write { .. } | TxKind::Read { .. }) => {
+                u32::try_from(wr.total).unwrap_or(u32::MAX)
+            }
+            _ => 0,
+        };
         self.icq().push(
             NdResult {
                 status,
-                bytes_transferred: 0,
+                bytes_transferred: bytes,
                 qp_context: self.context,
                 request_context: wr.context,
                 request_type: wr.request_type,
@@ -217,15 +442,15 @@ impl TcpQp {
     ) -> std::result::Result<Seg, AccessError> {
         let addr = s.buffer as usize as u64;
         let len = u64::from(s.buffer_length);
-        let reg = match &g.cache {
-            Some(r) if r.token == s.memory_region_token && r.is_valid() => r.clone(),
+        let reg = match g.cache.upgrade() {
+            Some(r) if r.token == s.memory_region_token && r.is_valid() => r,
             _ => {
                 let r = self
                     .shared
                     .mrs
                     .lookup(s.memory_region_token)
                     .ok_or(AccessError::InvalidToken)?;
-                g.cache = Some(r.clone());
+                g.cache = Arc::downgrade(&r);
                 r
             }
         };
@@ -255,13 +480,7 @@ impl TcpQp {
             self.complete_recv(context, Status::CANCELED, 0, false);
             return Ok(());
         }
-        let mut segs = [const {
-            Seg {
-                addr: 0,
-                len: 0,
-                reg: None,
-            }
-        }; 64];
+        let mut segs = [const { Seg::EMPTY }; 64];
         let n = sge.len().min(segs.len());
         for (i, s) in sge.iter().enumerate().take(n) {
             match self.check_local(&mut g, s, Access::LocalWrite) {
@@ -269,7 +488,7 @@ impl TcpQp {
                 Err(_) => {
                     // An error completion moves the queue pair to the error state (R-QP-6).
                     self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
-                    self.terminate(&mut g, None);
+                    self.end(&mut g, local_catastrophic(), Status::CONNECTION_REFUSED);
                     return Ok(());
                 }
             }
@@ -282,24 +501,47 @@ impl TcpQp {
         Ok(())
     }
 
-    /// `Send`.
+    /// `Send`, `Write` and `Read`: validation, local SGE checks, then the initiator queue.
     ///
     /// # Safety
-    /// See [`traits::QueuePair::send`].
-    unsafe fn post_send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()> {
-        let allowed = OpFlags::SILENT_SUCCESS
-            | OpFlags::READ_FENCE
-            | OpFlags::SEND_AND_SOLICIT_EVENT
-            | OpFlags::INLINE;
+    /// See [`traits::QueuePair::send`], `write` and `read`.
+    unsafe fn post_request(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        flags: OpFlags,
+        kind: TxKind,
+    ) -> Result<()> {
+        // The flags parameter is the 4th of Send and the 6th of Read and Write.
+        let (allowed, param) = match kind {
+            TxKind::Send => (
+                OpFlags::SILENT_SUCCESS
+                    | OpFlags::READ_FENCE
+                    | OpFlags::SEND_AND_SOLICIT_EVENT
+                    | OpFlags::INLINE,
+                4,
+            ),
+            TxKind::Write { .. } => (
+                OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE | OpFlags::INLINE,
+                6,
+            ),
+            _ => (OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE, 6),
+        };
         if !allowed.contains(flags) {
-            return Err(Error::invalid_parameter(4));
+            return Err(Error::invalid_parameter(param));
         }
+        let is_read = matches!(kind, TxKind::Read { .. });
         let mut g = self.lock();
         if g.conn == Conn::Idle {
             return fail(Status::CONNECTION_INVALID);
         }
         let inline = flags.contains(OpFlags::INLINE);
-        if !inline && sge.len() > g.sq.max_segs() {
+        let max_sge = if inline {
+            MAX_INLINE_SGE
+        } else {
+            g.sq.max_segs()
+        };
+        if sge.len() > max_sge {
             return fail(Status::DATA_OVERRUN);
         }
         if g.sq.is_full() {
@@ -311,99 +553,242 @@ impl TcpQp {
         {
             return fail(Status::BUFFER_OVERFLOW);
         }
-        let wr = SendWr {
-            context,
-            kind: TxKind::Send,
-            flags,
-            total,
-            request_type: RequestType::Send,
-        };
+        if is_read && g.conn != Conn::Closed && g.rdma.ord == 0 {
+            // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
+            // a peer with IRD 0): such a Read could never be issued.
+            return fail(Status::INVALID_DEVICE_REQUEST);
+        }
+        let mut wr = SendWr::new(context, kind, flags, total);
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
-        if inline {
-            // Inline data is captured now: the application may reuse its buffer at once.
-            let idx = g.sq.len();
-            g.sq.push(wr, std::iter::empty());
-            if idx == g.encoded && g.conn == Conn::Established {
-                let crc = g.crc;
-                // SAFETY: INLINE memory is only read during this call (the poster's contract).
-                g.tx.encode_send_inline(sge, flags, crc);
-                g.encoded += 1;
+        let mut segs = [const { Seg::EMPTY }; MAX_INLINE_SGE];
+        let mut n = 0;
+        if !inline {
+            // A Read's sink must be locally writable; a Send's or Write's source readable.
+            let access = if is_read {
+                Access::LocalWrite
             } else {
-                // Queued behind others: stage the bytes now so the buffer may be reused.
-                g.tx.stash_inline(idx, sge);
-            }
-        } else {
-            let mut segs = [const {
-                Seg {
-                    addr: 0,
-                    len: 0,
-                    reg: None,
-                }
-            }; 64];
+                Access::LocalRead
+            };
             for (i, s) in sge.iter().enumerate() {
-                match self.check_local(&mut g, s, Access::LocalRead) {
+                match self.check_local(&mut g, s, access) {
                     Ok(seg) => segs[i] = seg,
                     Err(_) => {
-                        drop(g);
-                        self.complete_send(&wr, Status::ACCESS_VIOLATION);
-                        let mut g = self.lock();
-                        self.terminate(&mut g, None);
-                        return Ok(());
+                        wr.error = Some(Status::ACCESS_VIOLATION);
+                        n = 0;
+                        break;
                     }
                 }
+                n = i + 1;
             }
-            g.sq.push(wr, segs.into_iter().take(sge.len()));
         }
+        if is_read {
+            let nonempty = segs[..n].iter().filter(|s| s.len > 0).count();
+            wr.parts = nonempty.max(1) as u16;
+        }
+        if inline && wr.error.is_none() {
+            // Inline data is captured now: the application may reuse its buffer at once.
+            g.tx.stash_inline(sge);
+        }
+        g.sq.push(wr, segs.into_iter().take(n));
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
         Ok(())
     }
 
-    /// Encode every queued request that may go on the wire now.
+    /// Encode every queued request that may go on the wire now, in order; stop at one that
+    /// must wait (an ORD slot, a fence, an error before it), since everything after it waits
+    /// too (RFC 5040 §5.4 and §5.5 rule 13).
     fn encode_pending(&self, g: &mut Inner) {
         if g.conn != Conn::Established {
             return;
         }
+        let crc = g.crc;
+        let front_seq = g.front_seq;
         while g.encoded < g.sq.len() {
             let i = g.encoded;
-            let crc = g.crc;
-            let Inner { sq, tx, .. } = g;
-            let (wr, segs) = sq.get(i).expect("index below len");
+            let Inner { sq, tx, rdma, .. } = g;
+            let (wr, segs) = sq.get_mut(i).expect("index below len");
+            if wr.error.is_some() {
+                break;
+            }
+            // ND_OP_FLAG_READ_FENCE: every earlier Read completes before this one starts
+            // (RFC 5040 §5.5 rule 12, "fence"; a purely local rule, iwarp-wire.md §5.2).
+            if wr.flags.contains(OpFlags::READ_FENCE) && wr.issued == 0 && rdma.app_reads > 0 {
+                break;
+            }
+            let inline = wr.flags.contains(OpFlags::INLINE);
             match wr.kind {
-                TxKind::Send if wr.flags.contains(OpFlags::INLINE) => {
-                    tx.encode_stashed_inline(i, wr.flags, crc)
+                TxKind::Send if inline => wr.msn = tx.encode_stashed_inline(wr.flags, None, crc),
+                TxKind::Send => wr.msn = tx.encode_send(segs, wr.total, wr.flags, crc),
+                TxKind::Write { stag, to } => {
+                    if inline {
+                        tx.encode_stashed_inline(wr.flags, Some((stag, to)), crc);
+                    } else {
+                        tx.encode_write(segs, wr.total, stag, to, crc);
+                    }
+                    // The next Read Request issued proves this Write placed.
+                    wr.proof = rdma.issued + 1;
+                    rdma.write_proof = wr.proof;
                 }
-                TxKind::Send => tx.encode_send(segs, wr.total, wr.flags, crc),
+                TxKind::Read { stag, to } => {
+                    let wr_seq = front_seq + i as u64;
+                    // One Read Request per non-empty SGE (a request names one sink STag,
+                    // RFC 5040 §4.4), each in an ORD slot of its own (§5.4).
+                    while wr.issued < wr.parts && rdma.app_reads < rdma.ord {
+                        let (seg, off) = read_part(segs, wr.issued);
+                        let (sink_stag, sink_to, size) = match seg {
+                            Some(k) => (
+                                segs[k].reg.as_ref().map_or(0, |r| r.token),
+                                segs[k].addr,
+                                segs[k].len,
+                            ),
+                            None => (0, 0, 0),
+                        };
+                        let rr = ReadRequest {
+                            sink_stag,
+                            sink_to,
+                            size,
+                            src_stag: stag,
+                            src_to: to.wrapping_add(off),
+                        };
+                        let msn = tx.encode_read_request(&rr, crc);
+                        if wr.issued == 0 {
+                            wr.msn = msn;
+                        }
+                        wr.issued += 1;
+                        rdma.app_reads += 1;
+                        rdma.issued += 1;
+                        rdma.orq.push_back(OutRead {
+                            kind: ReadKind::App {
+                                wr_seq,
+                                seg: seg.unwrap_or(usize::MAX),
+                            },
+                            expect: ExpectedResponse {
+                                sink_stag,
+                                sink_to,
+                                size,
+                                got: 0,
+                            },
+                        });
+                    }
+                    if wr.issued < wr.parts {
+                        // Out of ORD slots: this Read and everything after it wait.
+                        break;
+                    }
+                    tx.mark_done();
+                }
+                TxKind::Bind | TxKind::Invalidate => tx.mark_done(),
             }
             g.encoded += 1;
+            g.lazy = false;
+        }
+        self.maybe_probe(g);
+    }
+
+    /// Send a Write completion probe if Writes wait for one and none is in flight: a
+    /// zero-length Read Request outside the ORD (module documentation).
+    fn maybe_probe(&self, g: &mut Inner) {
+        let r = &mut g.rdma;
+        if !r.probe || r.probe_out || r.write_proof <= r.issued || g.conn != Conn::Established {
+            return;
+        }
+        // RFC 5040 §5.2.1: a zero-size Read names no memory; the target answers it with a
+        // zero-length Read Response after everything sent before it.
+        let rr = ReadRequest::default();
+        g.tx.encode_read_request(&rr, g.crc);
+        r.probe_out = true;
+        r.issued += 1;
+        r.orq.push_back(OutRead {
+            kind: ReadKind::Probe,
+            expect: ExpectedResponse {
+                sink_stag: 0,
+                sink_to: 0,
+                size: 0,
+                got: 0,
+            },
+        });
+        g.lazy = false;
+    }
+
+    /// Complete, in order, every request at the front of the queue that is done.
+    fn complete_ready(&self, g: &mut Inner) {
+        loop {
+            let Some((wr, _)) = g.sq.front() else { return };
+            let ready = match wr.error {
+                Some(_) => true,
+                None => {
+                    g.encoded > 0
+                        && g.sent > 0
+                        && match wr.kind {
+                            TxKind::Write { .. } => !g.rdma.probe || g.rdma.answered >= wr.proof,
+                            TxKind::Read { .. } => wr.answered == wr.parts,
+                            _ => true,
+                        }
+                }
+            };
+            if !ready {
+                return;
+            }
+            let wr = g.sq.pop().expect("front exists");
+            g.front_seq += 1;
+            match wr.error {
+                None => {
+                    g.encoded -= 1;
+                    g.sent -= 1;
+                    self.complete_send(&wr, Status::SUCCESS);
+                }
+                Some(status) => {
+                    // R-QP-6: an error completion ends the connection; what follows is
+                    // flushed with ND_CANCELED.
+                    self.complete_send(&wr, status);
+                    self.end(g, local_catastrophic(), Status::CONNECTION_REFUSED);
+                    return;
+                }
+            }
         }
     }
 
-    /// Write as much queued output as the socket takes; complete requests fully handed to TCP
-    /// (RFC 5040 §5.5 rule 9: a Send is locally complete once the LLP accepted it).
+    /// Write as much queued output as the socket takes; account the requests and Read
+    /// Responses TCP fully took, and complete what is done.
     fn flush_tx(&self, g: &mut Inner) {
         let Some(sock) = g.sock.as_ref().map(|s| s.get()) else {
             return;
         };
         let result = g.tx.write_to(sock);
+        g.lazy = false;
         if let Some(s) = &g.sock {
             s.set_wants_write(g.tx.has_output());
         }
         match result {
-            Ok(done) => {
-                for _ in 0..done {
-                    if let Some(wr) = g.sq.pop() {
-                        g.encoded -= 1;
-                        self.complete_send(&wr, Status::SUCCESS);
+            Ok(w) => {
+                g.sent += w.done;
+                for _ in 0..w.responses {
+                    if let Some(r) = g.rdma.irq.pop_front() {
+                        if r.probe_slot {
+                            g.rdma.irq_probe = false;
+                        }
                     }
                 }
             }
-            Err(_) => self.lost_connection(g),
+            Err(_) => {
+                self.lost_connection(g);
+                return;
+            }
         }
+        if g.conn == Conn::Closed {
+            if g.shutdown_pending && !g.tx.has_output() {
+                g.shutdown_pending = false;
+                if let Some(s) = &g.sock {
+                    let _ = s.get().shutdown(std::net::Shutdown::Write);
+                }
+            }
+            return;
+        }
+        self.complete_ready(g);
     }
 
     /// Drive this queue pair's I/O with the lock held.
@@ -411,63 +796,156 @@ impl TcpQp {
         if g.sock.is_none() {
             return;
         }
-
         if g.tx.has_output() {
             self.flush_tx(g);
         }
+        g.rx.delivered = false;
         self.progress_rx(g);
+        if g.conn == Conn::Closed {
+            if g.tx.has_output() {
+                self.flush_tx(g);
+            }
+            return;
+        }
+        // Read Responses may have freed ORD slots, lifted a fence, or proved Writes.
+        self.encode_pending(g);
+        self.complete_ready(g);
         if g.tx.has_output() {
-            self.flush_tx(g);
+            // Zero-length Read Responses (the peer's Write completion probes) may wait for
+            // the next progress call, to leave with the application's next message: the
+            // application, spinning on memory a peer writes, reacts before they are sent
+            // (ndrpingpong's pattern). Not when a Receive was delivered (the application may
+            // stop driving this connection), nor with the descriptor exported (only an edge
+            // would bring us back). The next progress call, a post, or a blocking wait
+            // (which polls for writability, `wants_write`) sends them.
+            if g.lazy && !g.rx.delivered && !self.shared.engine.fd_exported() {
+                if let Some(s) = &g.sock {
+                    s.set_wants_write(true);
+                }
+            } else {
+                self.flush_tx(g);
+            }
         }
     }
 
-    /// Flush every outstanding request with `ND_CANCELED`, Receives and initiator requests.
+    /// Flush every outstanding request with `ND_CANCELED` (the one a Terminate named, and the
+    /// ones before it that were done, get their own status), Receives and initiator requests.
     fn flush_all(&self, g: &mut Inner) {
-        g.tx.clear();
-        g.encoded = 0;
+        let failed = g.failed.take();
+        let sent = g.sent;
+        let mut i = 0;
         while let Some(wr) = g.sq.pop() {
-            self.complete_send(&wr, Status::CANCELED);
+            let seq = g.front_seq;
+            g.front_seq += 1;
+            let status = match failed {
+                Some((f, st)) if f == seq => st,
+                // Before the culprit: the target processed these in order, so they were placed.
+                Some((f, _))
+                    if seq < f
+                        && wr.error.is_none()
+                        && i < sent
+                        && match wr.kind {
+                            TxKind::Read { .. } => wr.answered == wr.parts,
+                            _ => true,
+                        } =>
+                {
+                    Status::SUCCESS
+                }
+                _ => Status::CANCELED,
+            };
+            self.complete_send(&wr, status);
+            i += 1;
         }
+        g.encoded = 0;
+        g.sent = 0;
         while let Some(wr) = g.rq.pop() {
             self.complete_recv(wr.context, Status::CANCELED, 0, false);
         }
         g.rx.reset_message();
+        let r = &mut g.rdma;
+        r.orq.clear();
+        r.irq.clear();
+        r.irq_probe = false;
+        r.app_reads = 0;
+        r.probe_out = false;
+        // A window is usable through its queue pair only: with the connection gone it is
+        // unbound, which also lets its region be deregistered.
+        for w in std::mem::take(&mut g.windows) {
+            self.unbind(&w);
+        }
     }
 
-    /// The connection is gone (peer closed, reset, or a local I/O error).
-    pub(crate) fn lost_connection(&self, g: &mut Inner) {
-        self.close(g, Status::CONNECTION_REFUSED);
-    }
-
-    /// Tear down: optionally send one Terminate first, then flush and close.
-    pub(crate) fn terminate(&self, g: &mut Inner, term: Option<netdirect_wire::rdmap::Terminate>) {
-        if let (Some(t), Some(sock)) = (term, g.sock.as_ref()) {
-            // One Terminate per stream, never spliced into a half-written frame (siw rule).
-            if g.conn != Conn::Closed && !g.tx.mid_frame() {
-                g.tx.encode_terminate(&t, g.crc);
-                let _ = g.tx.write_to(sock.get());
+    /// Unbind a window registration (idempotent): its token dies, its region is free again.
+    fn unbind(&self, w: &Registration) {
+        if w.revoke() {
+            self.shared.mrs.remove(w.token);
+            if let Some(p) = &w.parent {
+                p.bound_windows.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        self.close(g, Status::CONNECTION_REFUSED);
     }
 
-    /// Close the connection: flush, half-close so the peer sees a FIN, finish waiters.
+    /// The connection is gone (peer closed, reset, or a local I/O error). A peer that only
+    /// closed its sending side still reads: what is queued for it (Read Responses it asked
+    /// for before its FIN) goes out if TCP takes it (RFC 5040 §6.2 graceful close).
+    pub(crate) fn lost_connection(&self, g: &mut Inner) {
+        self.close(g, Status::CONNECTION_REFUSED, Ending::Graceful);
+    }
+
+    /// Tear down because of a protocol error: one Terminate after the frame on the wire (never
+    /// spliced into it, as siw does), then flush and close (RFC 5040 §5.4, §6.2.1).
+    pub(crate) fn terminate(&self, g: &mut Inner, term: Terminate) {
+        self.close(g, Status::CONNECTION_REFUSED, Ending::Terminate(term));
+    }
+
+    /// Tear down after a local error; `status` is what a pending Accept gets.
+    fn end(&self, g: &mut Inner, term: Terminate, status: Status) {
+        self.close(g, status, Ending::Terminate(term));
+    }
+
+    /// Close the connection: settle the output, flush every request, FIN, finish waiters.
     /// `accept_status` is what a pending Accept gets (D9: the active side went away).
-    fn close(&self, g: &mut Inner, accept_status: Status) {
+    fn close(&self, g: &mut Inner, accept_status: Status, how: Ending) {
         if g.conn == Conn::Closed && g.sock.is_none() {
             return;
         }
-        if let Some(s) = &g.sock {
-            let _ = s.get().shutdown(std::net::Shutdown::Write);
-        }
+        let was_open = g.conn != Conn::Closed;
         g.conn = Conn::Closed;
+        if let Some(sock) = g.sock.as_ref().map(|s| s.get()) {
+            if was_open {
+                match how {
+                    Ending::Graceful | Ending::Terminate(_) => {
+                        // What was queued before the end (among it Read Responses the peer
+                        // waits for) goes if TCP takes it now; the rest is dropped, keeping the
+                        // stream framed.
+                        let _ = g.tx.write_to(sock);
+                        g.tx.cut_to_current_frame();
+                        if let Ending::Terminate(t) = how {
+                            // Exactly one Terminate per stream (RFC 5040 §5.4).
+                            g.tx.encode_terminate(&t, g.crc);
+                        }
+                    }
+                    Ending::Abort => g.tx.clear(),
+                }
+                let _ = g.tx.write_to(sock);
+            }
+            if g.tx.has_output() {
+                // The rest (and the FIN) go as the socket drains; closing never turns into
+                // an RST that would destroy a Terminate still in flight.
+                g.shutdown_pending = true;
+                if let Some(s) = &g.sock {
+                    s.set_wants_write(true);
+                }
+            } else {
+                let _ = sock.shutdown(std::net::Shutdown::Write);
+            }
+        }
         self.flush_all(g);
         if let Some(a) = g.accept.take() {
             a.complete(accept_status);
         }
         g.disconnect_waiters.complete_all((), Status::SUCCESS);
-        // Keep the socket (and its registration) until the queue pair goes away, so that
-        // closing never turns into an RST that destroys a Terminate still in flight.
+        // Keep the socket (and its registration) until the queue pair goes away.
     }
 
     /// Attach an established connection (active side, at `CompleteConnect`).
@@ -478,7 +956,15 @@ impl TcpQp {
         leftover: &[u8],
     ) -> Result<()> {
         let mut g = self.lock();
-        self.attach_socket(&mut g, sock, neg, leftover)?;
+        // Our IRD is what we announced; our ORD what the acceptor's IRD allows of ours
+        // (RFC 6581 §9.1; without the v2 word, what we asked for).
+        let ord = if neg.enhanced {
+            neg.local_ord.min(neg.peer_ird)
+        } else {
+            neg.local_ord
+        };
+        let (ird, ord) = (u32::from(neg.local_ird), u32::from(ord));
+        self.attach_socket(&mut g, sock, neg, leftover, ird, ord)?;
         g.conn = Conn::Established;
         match neg.rtr {
             Some(Rtr::Write) => {
@@ -486,9 +972,18 @@ impl TcpQp {
                 g.tx.encode_rtr_write(crc);
             }
             Some(Rtr::Read) => {
-                g.rx.expect_rtr_read_response();
                 let crc = g.crc;
                 g.tx.encode_rtr_read(crc);
+                g.rdma.issued += 1;
+                g.rdma.orq.push_back(OutRead {
+                    kind: ReadKind::Rtr,
+                    expect: ExpectedResponse {
+                        sink_stag: 0,
+                        sink_to: 0,
+                        size: 0,
+                        got: 0,
+                    },
+                });
             }
             None => {}
         }
@@ -506,7 +1001,8 @@ impl TcpQp {
         accept: OvCompleter,
     ) -> Result<()> {
         let mut g = self.lock();
-        self.attach_socket(&mut g, sock, neg, &[])?;
+        let (ird, ord) = (u32::from(neg.local_ird), u32::from(neg.local_ord));
+        self.attach_socket(&mut g, sock, neg, &[], ird, ord)?;
         g.conn = Conn::AwaitRtr;
         g.accept = Some(accept);
         self.progress_rx(&mut g);
@@ -519,6 +1015,8 @@ impl TcpQp {
         sock: Socket,
         neg: &Negotiated,
         leftover: &[u8],
+        ird: u32,
+        ord: u32,
     ) -> Result<()> {
         if g.conn != Conn::Idle {
             return fail(Status::CONNECTION_ACTIVE);
@@ -527,6 +1025,9 @@ impl TcpQp {
         g.sock = Some(self.shared.engine.add_stream(sock, src));
         g.crc = neg.crc;
         g.was_connected = true;
+        g.rdma.ird = ird;
+        g.rdma.ord = ord;
+        g.rdma.probe = neg.probe;
         g.rx.start(neg.crc, leftover);
         g.tx.start(self.shared.config.mulpdu);
         Ok(())
@@ -551,7 +1052,7 @@ impl TcpQp {
     /// `IND2Connector::Disconnect`: flush, send FIN; completes at once.
     pub(crate) fn disconnect(&self) {
         let mut g = self.lock();
-        self.close(&mut g, Status::CONNECTION_REFUSED);
+        self.close(&mut g, Status::CONNECTION_REFUSED, Ending::Graceful);
     }
 
     /// `IND2Connector::NotifyDisconnect`.
@@ -575,9 +1076,151 @@ impl TcpQp {
         let mut g = self.lock();
         if let Some(a) = g.accept.take() {
             a.complete(Status::CANCELED);
-            self.close(&mut g, Status::CANCELED);
+            self.close(&mut g, Status::CANCELED, Ending::Abort);
         }
     }
+
+    /// `Bind`: the window is bound (and its token valid) when this returns; the completion
+    /// follows in order on the initiator CQ.
+    fn post_bind(
+        &self,
+        context: u64,
+        region: &Arc<dyn MemoryRegion>,
+        window: &Arc<dyn MemoryWindow>,
+        buffer: *const u8,
+        len: usize,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let allowed = OpFlags::SILENT_SUCCESS
+            | OpFlags::READ_FENCE
+            | OpFlags::ALLOW_READ
+            | OpFlags::ALLOW_WRITE;
+        if !allowed.contains(flags) {
+            return Err(Error::invalid_parameter(6));
+        }
+        let mr = TcpMr::downcast(region)
+            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
+            .ok_or(Error::invalid_parameter(2))?;
+        let mw = TcpMw::downcast(window)
+            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
+            .ok_or(Error::invalid_parameter(3))?;
+        let mut g = self.lock();
+        if g.conn == Conn::Idle {
+            return fail(Status::CONNECTION_INVALID);
+        }
+        if g.sq.is_full() {
+            return fail(Status::NO_MORE_ENTRIES);
+        }
+        // The region's lock is held until the window is bound: a concurrent Deregister then
+        // either sees the window (ND_DEVICE_BUSY) or has already taken the registration.
+        let slot = mr.reg.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(parent) = slot.as_ref().filter(|r| r.is_valid()) else {
+            return fail(Status::ACCESS_VIOLATION);
+        };
+        // ND_OP_FLAG_ALLOW_WRITE requires a region with ND_MR_FLAG_ALLOW_LOCAL_WRITE
+        // (IND2QueuePair::Bind); the region's remote flags do not matter (R-MW-1).
+        if flags.contains(OpFlags::ALLOW_WRITE)
+            && !parent.flags.contains(MrFlags::ALLOW_LOCAL_WRITE)
+        {
+            return fail(Status::ACCESS_VIOLATION);
+        }
+        // The window must lie entirely within the region.
+        let base = buffer as usize as u64;
+        if parent.check(base, len as u64, Access::LocalRead).is_err()
+            || (len == 0 && (base < parent.base as u64 || base > (parent.base + parent.len) as u64))
+        {
+            return fail(Status::ACCESS_VIOLATION);
+        }
+        let wr = SendWr::new(context, TxKind::Bind, flags, 0);
+        if g.conn == Conn::Closed {
+            drop(slot);
+            drop(g);
+            self.complete_send(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        let mut cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
+        if cur.as_ref().is_some_and(|r| r.is_valid()) {
+            // A window is bound to one queue pair at a time; Invalidate it first.
+            return fail(Status::INVALID_DEVICE_STATE);
+        }
+        // D11: flags 0 binds a window the peer can neither read nor write.
+        let mut rights = MrFlags::empty();
+        if flags.contains(OpFlags::ALLOW_READ) {
+            rights |= MrFlags::ALLOW_REMOTE_READ;
+        }
+        if flags.contains(OpFlags::ALLOW_WRITE) {
+            rights |= MrFlags::ALLOW_REMOTE_WRITE;
+        }
+        let reg = self.shared.mrs.insert(NewRegistration {
+            base: buffer as usize,
+            len,
+            flags: rights,
+            kind: Kind::Window,
+            parent: Some(parent.clone()),
+            keepalive: None,
+        });
+        reg.bound_qp.store(self.id, Ordering::Release);
+        parent.bound_windows.fetch_add(1, Ordering::AcqRel);
+        *cur = Some(reg.clone());
+        drop(cur);
+        drop(slot);
+        g.windows.push(reg);
+        g.sq.push(wr, std::iter::empty());
+        self.encode_pending(&mut g);
+        self.flush_tx(&mut g);
+        Ok(())
+    }
+
+    /// `Invalidate`: the window stops working when this returns; the completion follows in
+    /// order (`ND_INVALID_DEVICE_REQUEST` for a window not bound through this queue pair).
+    fn post_invalidate(
+        &self,
+        context: u64,
+        window: &Arc<dyn MemoryWindow>,
+        flags: OpFlags,
+    ) -> Result<()> {
+        if !(OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE).contains(flags) {
+            return Err(Error::invalid_parameter(3));
+        }
+        let mw = TcpMw::downcast(window)
+            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
+            .ok_or(Error::invalid_parameter(2))?;
+        let mut g = self.lock();
+        if g.conn == Conn::Idle {
+            return fail(Status::CONNECTION_INVALID);
+        }
+        if g.sq.is_full() {
+            return fail(Status::NO_MORE_ENTRIES);
+        }
+        let mut wr = SendWr::new(context, TxKind::Invalidate, flags, 0);
+        if g.conn == Conn::Closed {
+            drop(g);
+            self.complete_send(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        let mut cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
+        match cur.take() {
+            Some(r) if r.is_valid() && r.bound_qp.load(Ordering::Acquire) == self.id => {
+                self.unbind(&r);
+                g.windows.retain(|w| !Arc::ptr_eq(w, &r));
+            }
+            other => {
+                *cur = other;
+                // nd-reference.md §2.9: Invalidate of an unbound window.
+                wr.error = Some(Status::INVALID_DEVICE_REQUEST);
+            }
+        }
+        drop(cur);
+        g.sq.push(wr, std::iter::empty());
+        self.encode_pending(&mut g);
+        self.flush_tx(&mut g);
+        Ok(())
+    }
+}
+
+/// The Terminate for a local fatal error (RFC 5040 §4.8: 0x0/0x0, siw's code 0xFF).
+fn local_catastrophic() -> Terminate {
+    Terminate::new(TermError::RdmapLocalCatastrophic(0xFF))
 }
 
 impl ProgressSource for TcpQp {
@@ -607,14 +1250,14 @@ impl traits::QueuePair for TcpQp {
         if g.conn == Conn::Idle {
             self.flush_all(&mut g);
         } else {
-            self.close(&mut g, Status::CANCELED);
+            self.close(&mut g, Status::CANCELED, Ending::Graceful);
         }
         Ok(())
     }
 
     unsafe fn send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { self.post_send(context, sge, flags) }
+        unsafe { self.post_request(context, sge, flags, TxKind::Send) }
     }
 
     unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
@@ -627,31 +1270,57 @@ impl traits::QueuePair for TcpQp {
 
     fn bind(
         &self,
-        _context: u64,
-        _region: &Arc<dyn MemoryRegion>,
-        _window: &Arc<dyn MemoryWindow>,
-        _buffer: *const u8,
-        _len: usize,
-        _flags: OpFlags,
+        context: u64,
+        region: &Arc<dyn MemoryRegion>,
+        window: &Arc<dyn MemoryWindow>,
+        buffer: *const u8,
+        len: usize,
+        flags: OpFlags,
     ) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+        self.post_bind(context, region, window, buffer, len, flags)
     }
 
     fn invalidate(
         &self,
-        _context: u64,
-        _window: &Arc<dyn MemoryWindow>,
-        _flags: OpFlags,
+        context: u64,
+        window: &Arc<dyn MemoryWindow>,
+        flags: OpFlags,
     ) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+        self.post_invalidate(context, window, flags)
     }
 
-    unsafe fn read(&self, _c: u64, _s: &[Sge], _a: u64, _t: u32, _f: OpFlags) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+    unsafe fn read(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        // The remote token is the STag in network byte order (GetRemoteToken), so its bytes
+        // are the wire bytes: its host value is `from_be` of it.
+        let kind = TxKind::Read {
+            stag: u32::from_be(remote_token),
+            to: remote_address,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_request(context, sge, flags, kind) }
     }
 
-    unsafe fn write(&self, _c: u64, _s: &[Sge], _a: u64, _t: u32, _f: OpFlags) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+    unsafe fn write(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let kind = TxKind::Write {
+            stag: u32::from_be(remote_token),
+            to: remote_address,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_request(context, sge, flags, kind) }
     }
 }
 
@@ -659,23 +1328,7 @@ impl Drop for TcpQp {
     fn drop(&mut self) {
         // Releasing a queue pair implies Disconnect and Flush (IND2Connector::Disconnect remarks).
         let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        let mut g = std::mem::replace(
-            g,
-            Inner {
-                conn: Conn::Closed,
-                sock: None,
-                crc: false,
-                rq: WrQueue::new(1, 1),
-                sq: WrQueue::new(1, 1),
-                encoded: 0,
-                tx: Tx::new(),
-                rx: Rx::new(),
-                accept: None,
-                disconnect_waiters: PendingRequests::new(),
-                was_connected: false,
-                cache: None,
-            },
-        );
-        self.close(&mut g, Status::CONNECTION_REFUSED);
+        let mut g = std::mem::replace(g, Inner::new(WrQueue::new(1, 1), WrQueue::new(1, 1)));
+        self.close(&mut g, Status::CONNECTION_REFUSED, Ending::Graceful);
     }
 }

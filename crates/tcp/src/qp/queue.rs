@@ -73,6 +73,13 @@ impl<T> WrQueue<T> {
         Some((wr, &self.segs[base..base + *n as usize]))
     }
 
+    /// The `i`-th request from the front, mutable, and its segments.
+    pub(crate) fn get_mut(&mut self, i: usize) -> Option<(&mut T, &[Seg])> {
+        let base = self.slot(i) * self.per;
+        let (wr, n) = self.wrs.get_mut(i)?;
+        Some((wr, &self.segs[base..base + *n as usize]))
+    }
+
     /// The front request and its segments.
     pub(crate) fn front(&self) -> Option<(&T, &[Seg])> {
         self.get(0)
@@ -90,7 +97,16 @@ impl<T> WrQueue<T> {
     }
 }
 
-/// Total bytes of an ND scatter/gather list, or `None` if it overflows `u64`.
+impl Seg {
+    /// An unused slot.
+    pub(crate) const EMPTY: Self = Self {
+        addr: 0,
+        len: 0,
+        reg: None,
+    };
+}
+
+/// Total bytes of an ND scatter/gather list.
 pub(crate) fn total_len(sge: &[Sge]) -> u64 {
     sge.iter().map(|s| u64::from(s.buffer_length)).sum()
 }

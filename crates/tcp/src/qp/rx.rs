@@ -2,31 +2,48 @@
 //! posted Receives or registered memory (RFC 5041 §5–§7, RFC 5040 §5).
 //!
 //! Small messages arrive in bulk through one `recv` into the stream buffer and are copied to
-//! their destination; the bulk of a large segment is read by `recv` directly into the
-//! destination, so it crosses memory once, as with raw TCP.
+//! their destination; the bulk of a large segment — a Send's, an RDMA Write's, a Read
+//! Response's — is read by `recv` directly into the destination, so it crosses memory once,
+//! as with raw TCP.
+//!
+//! Every tagged segment and Read Request is checked against the registration table
+//! ([`crate::protect`]) when its header arrives, before any of its payload is read: a
+//! violation ends the stream with one Terminate, and its bytes are never placed. DDP carries
+//! no message length, so each segment of a long Write is checked (and placed) on its own: a
+//! Write whose later segment leaves the window has its earlier, in-bounds segments placed, as
+//! on any RNIC (RFC 5041 §5.2); every byte placed was checked.
 
+use std::sync::Arc;
+
+use netdirect_spi::kit::mr::{Kind, Registration};
 use netdirect_spi::Status;
-use netdirect_wire::ddp::DdpHeader;
+use netdirect_wire::ddp::{DdpHeader, TaggedHeader, UntaggedHeader, QN_READ_REQUEST, QN_SEND};
 use netdirect_wire::fpdu::{Deframer, Event, SegmentHeader};
-use netdirect_wire::rdmap::{Opcode, TermError};
+use netdirect_wire::rdmap::{Opcode, TermError, Terminate};
 use netdirect_wire::sequence::RxSequencer;
-use rustix::io::Errno;
-use rustix::net::RecvFlags;
+use std::io::IoSliceMut;
 
-use super::{Conn, Inner, TcpQp};
+use rustix::io::Errno;
+use rustix::net::{RecvAncillaryBuffer, RecvFlags};
+
+use super::{Conn, Ending, InRead, Inner, ReadKind, TcpQp, TxKind};
 use crate::mem;
+use crate::protect;
 
 /// Stream buffer size: enough for many small FPDUs per `recv`.
 const RX_BUF: usize = 64 * 1024;
 /// A segment remainder at least this large is read straight into its destination.
 const DIRECT_MIN: usize = 4096;
+/// What a read after a large payload takes into the stream buffer: the pad and CRC (at most
+/// 7 bytes) and the next segment's headers (at most 2 + 18 + 28), rounded up.
+const TAIL: usize = 64;
 
 /// Where the payload of the current segment goes.
 #[derive(Debug, Clone, Copy)]
 enum Dest {
     /// No segment in progress.
     None,
-    /// Nowhere (zero-length RTR Write, an answered RTR Read Response, ...).
+    /// Nowhere (zero-length segments, Read Requests).
     Discard,
     /// Into the Receive at the front of the queue, at this message offset.
     Recv {
@@ -34,6 +51,9 @@ enum Dest {
         solicited: bool,
         last: bool,
     },
+    /// Into registered memory: the checked range `addr..end` still to fill (an RDMA Write
+    /// segment, or a Read Response segment into our Read's sink).
+    Tagged { addr: u64, end: u64 },
 }
 
 /// Inbound state of one stream.
@@ -45,10 +65,14 @@ pub(crate) struct Rx {
     deframer: Option<Deframer>,
     seq: RxSequencer,
     dest: Dest,
+    /// The registration `Dest::Tagged` places into, held while its segment is placed so the
+    /// memory stays registered (and, for an owned buffer, allocated) meanwhile.
+    dest_reg: Option<Arc<Registration>>,
+    /// The current segment is the last of the Read Response the oldest outstanding Read
+    /// waits for: that Read is answered once the segment's CRC checked out.
+    response_ends: bool,
     /// A Send header waiting for a Receive to be posted.
     stalled: Option<SegmentHeader>,
-    /// Our Read RTR's zero-length response is still to come.
-    rtr_read_response: bool,
     /// The last `recv` returned less than asked: the socket was empty then.
     drained: bool,
     /// An event reported the peer's FIN (or an error): it sits behind the data, and only a
@@ -57,6 +81,11 @@ pub(crate) struct Rx {
     /// skipped read would lose the EOF for good, and with it the flush of the Receives that
     /// a peer's disconnect owes us (nd-reference.md R-QP-8, D4).
     hangup: bool,
+    /// A Receive completed during the current progress pass.
+    pub(crate) delivered: bool,
+    /// The last segment header announced a large payload: the next header is probably
+    /// followed by another one.
+    bulk: bool,
 }
 
 impl Rx {
@@ -68,10 +97,13 @@ impl Rx {
             deframer: None,
             seq: RxSequencer::new(),
             dest: Dest::None,
+            dest_reg: None,
+            response_ends: false,
             stalled: None,
-            rtr_read_response: false,
             drained: false,
             hangup: false,
+            delivered: false,
+            bulk: false,
         }
     }
 
@@ -94,13 +126,11 @@ impl Rx {
         self.stalled.is_some()
     }
 
-    pub(crate) fn expect_rtr_read_response(&mut self) {
-        self.rtr_read_response = true;
-    }
-
-    /// Forget a partly received message (its Receive was flushed).
+    /// Forget a partly received message (its request was flushed).
     pub(crate) fn reset_message(&mut self) {
         self.dest = Dest::None;
+        self.dest_reg = None;
+        self.response_ends = false;
         self.stalled = None;
     }
 }
@@ -144,7 +174,7 @@ impl TcpQp {
             match df.next(input) {
                 Err(e) => {
                     let term = e.terminate();
-                    self.terminate(g, Some(term));
+                    self.terminate(g, term);
                     return;
                 }
                 Ok((None, used)) => rx.start += used,
@@ -171,6 +201,11 @@ impl TcpQp {
 
     /// Read more from the socket: directly into the destination when a large payload
     /// remainder is expected, else into the stream buffer. `Ok(false)`: would block.
+    ///
+    /// A large remainder is read with one `recvmsg` into two pieces: the destination, then
+    /// the first [`TAIL`] bytes of the stream buffer, which catch the segment's pad and CRC
+    /// and the next segment's header. A stream of large segments (a long Write or Read
+    /// Response) thus costs one system call per segment, and its payload crosses memory once.
     fn fill(&self, g: &mut Inner) -> Result<bool, ()> {
         let Some(sock) = g.sock.as_ref() else {
             return Ok(false);
@@ -180,30 +215,48 @@ impl TcpQp {
             if let Some((addr, n)) = self.direct_target(g, remaining) {
                 // SAFETY: `direct_target` returns a range inside the current destination, which
                 // was checked against a live registration for write access when the segment
-                // header arrived; the request holding it is still queued.
+                // header arrived; the request or `dest_reg` holding it is still there.
                 let dst = unsafe { mem::slice_mut(addr, n) };
-                return match rustix::net::recv(sock.get(), &mut *dst, RecvFlags::DONTWAIT) {
-                    Ok((0, _)) => Err(()),
-                    Ok((k, _)) => {
-                        let df = g.rx.deframer.as_mut().expect("present");
-                        df.payload_direct(&dst[..k]);
-                        self.advance_dest(g, k);
-                        Ok(true)
+                // Only when the destination takes the whole remainder can what follows it be
+                // read in the same call.
+                let tail_len = if n == remaining { TAIL } else { 0 };
+                let (got, placed) = {
+                    let (tail, _) = g.rx.buf.split_at_mut(tail_len);
+                    let mut iov = [IoSliceMut::new(&mut *dst), IoSliceMut::new(tail)];
+                    let k = if tail_len > 0 { 2 } else { 1 };
+                    match rustix::net::recvmsg(
+                        sock.get(),
+                        &mut iov[..k],
+                        &mut RecvAncillaryBuffer::default(),
+                        RecvFlags::DONTWAIT,
+                    ) {
+                        Ok(r) if r.bytes == 0 => return Err(()),
+                        Ok(r) => (r.bytes, r.bytes.min(n)),
+                        Err(Errno::AGAIN) => return Ok(false),
+                        Err(Errno::INTR) => return Ok(true),
+                        Err(_) => return Err(()),
                     }
-                    Err(Errno::AGAIN) => Ok(false),
-                    Err(Errno::INTR) => Ok(true),
-                    Err(_) => Err(()),
                 };
+                let df = g.rx.deframer.as_mut().expect("present");
+                df.payload_direct(&dst[..placed]);
+                self.advance_dest(g, placed);
+                g.rx.start = 0;
+                g.rx.end = got - placed;
+                g.rx.drained = got < n + tail_len;
+                return Ok(true);
             }
         }
-        match rustix::net::recv(sock.get(), &mut g.rx.buf[..], RecvFlags::DONTWAIT) {
+        // After a large segment the next header is read on its own, so the next large payload
+        // goes straight to its destination rather than through this buffer.
+        let want = if g.rx.bulk { TAIL } else { g.rx.buf.len() };
+        match rustix::net::recv(sock.get(), &mut g.rx.buf[..want], RecvFlags::DONTWAIT) {
             Ok((0, _)) => Err(()),
             Ok((n, _)) => {
                 g.rx.start = 0;
                 g.rx.end = n;
                 // A short read emptied the socket. Anything that arrives later raises a new
                 // edge-triggered event, so skip the `recv` that would only say EAGAIN.
-                g.rx.drained = n < g.rx.buf.len();
+                g.rx.drained = n < want;
                 Ok(true)
             }
             Err(Errno::AGAIN) => Ok(false),
@@ -228,14 +281,19 @@ impl TcpQp {
                 }
                 None
             }
+            Dest::Tagged { addr, end } if end > addr => {
+                Some((addr, ((end - addr) as usize).min(want)))
+            }
             _ => None,
         }
     }
 
     /// Account `n` payload bytes placed directly.
     fn advance_dest(&self, g: &mut Inner, n: usize) {
-        if let Dest::Recv { pos, .. } = &mut g.rx.dest {
-            *pos += n as u64;
+        match &mut g.rx.dest {
+            Dest::Recv { pos, .. } => *pos += n as u64,
+            Dest::Tagged { addr, .. } => *addr += n as u64,
+            _ => {}
         }
     }
 
@@ -267,117 +325,311 @@ impl TcpQp {
                     *p += len as u64;
                 }
             }
+            Dest::Tagged { addr, end } => {
+                // The deframer never delivers more payload than the header announced, and the
+                // whole announced range was checked: `addr + len <= end`.
+                let n = len.min((end - addr) as usize);
+                // SAFETY: `addr..addr+n` lies in the range checked (token, rights, bounds)
+                // against `dest_reg`, a live registration held for this segment.
+                let dst = unsafe { mem::slice_mut(addr, n) };
+                dst.copy_from_slice(&g.rx.buf[off..off + n]);
+                self.advance_dest(g, n);
+            }
             Dest::Discard | Dest::None => {}
         }
     }
 
     /// A segment header arrived: check it and choose the destination.
     fn on_header(&self, g: &mut Inner, h: SegmentHeader) -> Next {
+        g.rx.bulk = h.payload_len as usize >= DIRECT_MIN;
+        if let Err(e) = g.rx.seq.check(&h.ddp, h.payload_len) {
+            self.terminate(g, h.terminate_for(e));
+            return Next::Stop;
+        }
         // The responder's first inbound FPDU is the RTR (or, without P2P, the first message).
         if g.conn == Conn::AwaitRtr {
             self.rtr_received(g);
             if is_rtr(&h) {
                 if let Some(rr) = &h.read_request {
-                    g.tx.encode_empty_read_response(rr.sink_stag, rr.sink_to, g.crc);
+                    g.tx.encode_rtr_read_response(rr.sink_stag, rr.sink_to, g.crc);
                 }
                 g.rx.dest = Dest::Discard;
                 return Next::Continue;
             }
         }
-        if let Err(e) = g.rx.seq.check(&h.ddp, h.payload_len) {
-            self.terminate(g, Some(h.terminate_for(e)));
+        match h.ddp {
+            DdpHeader::Untagged(u) if u.opcode.is_send() => self.on_send(g, &h, &u),
+            DdpHeader::Untagged(u) if u.opcode == Opcode::ReadRequest => {
+                self.on_read_request(g, &h)
+            }
+            DdpHeader::Untagged(u) if u.opcode == Opcode::Terminate => {
+                if let Some(t) = &h.terminate {
+                    tracing::debug!(terminate = ?t, "peer terminated the stream");
+                    self.attribute(g, t);
+                }
+                self.close(g, Status::CONNECTION_REFUSED, Ending::Abort);
+                Next::Stop
+            }
+            DdpHeader::Tagged(t) if t.opcode == Opcode::Write => self.on_write(g, &h, &t),
+            DdpHeader::Tagged(t) if t.opcode == Opcode::ReadResponse => {
+                self.on_read_response(g, &h, &t)
+            }
+            _ => {
+                // The deframer only lets the eight RDMAP opcodes through, with the T bit that
+                // goes with each; anything else is unexpected here (RFC 5040 §4.8: 0x0/0x2/0x06).
+                self.terminate(g, h.terminate_for(TermError::RdmapUnexpectedOpcode));
+                Next::Stop
+            }
+        }
+    }
+
+    /// A Send-family segment: into the Receive at the head of the queue.
+    fn on_send(&self, g: &mut Inner, h: &SegmentHeader, u: &UntaggedHeader) -> Next {
+        let Some((wr, _)) = g.rq.front() else {
+            // No Receive posted: hold the segment (and the rest of the stream) until one is;
+            // TCP flow control pushes back on the sender meanwhile.
+            g.rx.stalled = Some(*h);
+            return Next::Stop;
+        };
+        let end = u64::from(u.mo) + u64::from(h.payload_len);
+        if end > wr.total {
+            // RFC 5041 §7.2: DDP message too long for the available buffer. The Receive
+            // completes with ND_DATA_OVERRUN (nd-reference.md D5).
+            let ctx = wr.context;
+            g.rq.pop();
+            self.complete_recv(ctx, Status::DATA_OVERRUN, 0, false);
+            self.terminate(g, h.terminate_for(TermError::DdpUntaggedMessageTooLong));
             return Next::Stop;
         }
-        match h.ddp {
-            DdpHeader::Untagged(u) if is_send(u.opcode) => {
-                let Some((wr, _)) = g.rq.front() else {
-                    // No Receive posted: hold the segment (and the rest of the stream) until
-                    // one is; TCP flow control pushes back on the sender meanwhile.
-                    g.rx.stalled = Some(h);
-                    return Next::Stop;
-                };
-                let end = u64::from(u.mo) + u64::from(h.payload_len);
-                if end > wr.total {
-                    // RFC 5041 §7.2: DDP message too long for the available buffer. The
-                    // Receive completes with ND_DATA_OVERRUN (nd-reference.md D5).
-                    let ctx = wr.context;
-                    g.rq.pop();
-                    self.complete_recv(ctx, Status::DATA_OVERRUN, 0, false);
+        if u.mo == 0 && u.opcode.carries_invalidate_stag() {
+            // Send with Invalidate (RFC 5040 §5.3, §6.3; Linux peers send it): only a window
+            // bound through this queue pair may be invalidated remotely (RFC 5040 §8.1.1
+            // item 7); anything else is "STag cannot be invalidated" (iwarp-wire.md §5.5).
+            match self.shared.mrs.lookup(u.inval_stag) {
+                Some(r)
+                    if r.kind == Kind::Window
+                        && r.bound_qp.load(std::sync::atomic::Ordering::Acquire) == self.id =>
+                {
+                    self.unbind(&r);
+                    g.windows.retain(|w| !Arc::ptr_eq(w, &r));
+                }
+                _ => {
                     self.terminate(
                         g,
-                        Some(h.terminate_for(TermError::DdpUntaggedMessageTooLong)),
+                        h.terminate_for(TermError::RdmapOperationCannotInvalidate),
                     );
                     return Next::Stop;
                 }
-                let solicited = matches!(u.opcode, Opcode::SendSe | Opcode::SendSeInvalidate);
-                g.rx.dest = Dest::Recv {
-                    pos: u64::from(u.mo),
-                    solicited,
-                    last: u.last,
+            }
+        }
+        g.rx.dest = Dest::Recv {
+            pos: u64::from(u.mo),
+            solicited: u.opcode.is_solicited(),
+            last: u.last,
+        };
+        Next::Continue
+    }
+
+    /// An RDMA Write segment: checked, then placed where it says (RFC 5040 §4.3).
+    fn on_write(&self, g: &mut Inner, h: &SegmentHeader, t: &TaggedHeader) -> Next {
+        if h.payload_len == 0 {
+            // A zero-length tagged segment's STag and TO are not checked (RFC 5041 §5.2).
+            g.rx.dest = Dest::Discard;
+            return Next::Continue;
+        }
+        match protect::check_write(&self.shared.mrs, self.id, t.stag, t.to, h.payload_len) {
+            Ok(reg) => {
+                g.rx.dest = Dest::Tagged {
+                    addr: t.to,
+                    end: t.to + u64::from(h.payload_len),
                 };
+                g.rx.dest_reg = Some(reg);
                 Next::Continue
             }
-            DdpHeader::Tagged(t)
-                if t.opcode == Opcode::ReadResponse
-                    && h.payload_len == 0
-                    && g.rx.rtr_read_response =>
-            {
-                g.rx.rtr_read_response = false;
-                g.rx.dest = Dest::Discard;
-                Next::Continue
-            }
-            DdpHeader::Tagged(t) if t.opcode == Opcode::Write && h.payload_len == 0 => {
-                // A zero-length tagged message's STag and TO must not be checked (RFC 5041 §5.2).
-                g.rx.dest = Dest::Discard;
-                Next::Continue
-            }
-            DdpHeader::Untagged(u)
-                if u.opcode == Opcode::ReadRequest
-                    && h.read_request.is_some_and(|r| r.size == 0) =>
-            {
-                // A zero-length Read is answered with a zero-length Response, unchecked
-                // (RFC 5040 §5.2.1).
-                let rr = h.read_request.expect("checked");
-                g.tx.encode_empty_read_response(rr.sink_stag, rr.sink_to, g.crc);
-                g.rx.dest = Dest::Discard;
-                Next::Continue
-            }
-            DdpHeader::Untagged(u) if u.opcode == Opcode::Terminate => {
-                tracing::debug!(terminate = ?h.terminate, "peer terminated the stream");
-                self.close(g, Status::CONNECTION_REFUSED);
+            Err(e) => {
+                self.terminate(g, h.terminate_for(e));
                 Next::Stop
             }
-            _ => {
-                // One-sided operations arrive with the one-sided support; until then they are
-                // an unexpected opcode for this stream (RFC 5040 §4.8: 0x0/0x2/0x06).
-                self.terminate(g, Some(h.terminate_for(TermError::RdmapUnexpectedOpcode)));
+        }
+    }
+
+    /// An RDMA Read Request: within our IRD, its source checked, its Response queued from
+    /// the registered memory (RFC 5040 §4.4, §5.2.1, §5.4).
+    fn on_read_request(&self, g: &mut Inner, h: &SegmentHeader) -> Next {
+        let Some(rr) = h.read_request else {
+            self.terminate(g, h.terminate_for(TermError::DdpUntaggedMessageTooLong));
+            return Next::Stop;
+        };
+        let r = &g.rdma;
+        // With the probe negotiated, one zero-length Read beyond the IRD is allowed; a
+        // zero-length Read takes that slot first (module docs of `qp`).
+        let probe_slot = r.probe && rr.size == 0 && !r.irq_probe;
+        let queued = r.irq.len() - usize::from(r.irq_probe);
+        if !probe_slot && queued >= r.ird as usize {
+            // More Read Requests than our IRD: QN 1 has no buffer for it (RFC 5040 §5.4,
+            // RFC 5041 §7.2: 0x1/0x2/0x02; iwarp-wire.md §4.4).
+            self.terminate(g, h.terminate_for(TermError::DdpUntaggedNoBuffer));
+            return Next::Stop;
+        }
+        let src = match protect::check_read_source(&self.shared.mrs, self.id, &rr) {
+            Ok(src) => src,
+            Err(e) => {
+                self.terminate(g, h.terminate_for(e));
+                return Next::Stop;
+            }
+        };
+        if rr.size > 0 {
+            g.lazy = false;
+        } else if !g.tx.has_output() {
+            g.lazy = true;
+        }
+        g.rdma.irq.push_back(InRead {
+            _src: src,
+            probe_slot,
+        });
+        g.rdma.irq_probe |= probe_slot;
+        g.tx.encode_read_response(rr.sink_stag, rr.sink_to, rr.src_to, rr.size, g.crc);
+        g.rx.dest = Dest::Discard;
+        Next::Continue
+    }
+
+    /// A Read Response segment: it must continue the oldest outstanding Read exactly, into
+    /// that Read's sink, which must still be registered (RFC 5040 §4.5, §5.5 rule 20).
+    fn on_read_response(&self, g: &mut Inner, h: &SegmentHeader, t: &TaggedHeader) -> Next {
+        let len = h.payload_len;
+        let Some(front) = g.rdma.orq.front() else {
+            // No Read outstanding: "Read Response not matching an outstanding Read".
+            self.terminate(g, h.terminate_for(TermError::DdpTaggedInvalidStag));
+            return Next::Stop;
+        };
+        let (kind, expect) = (front.kind, front.expect);
+        let sink = match kind {
+            ReadKind::App { wr_seq, seg } => {
+                let i = (wr_seq - g.front_seq) as usize;
+                g.sq.get(i)
+                    .and_then(|(_, segs)| segs.get(seg))
+                    .and_then(|s| s.reg.clone())
+            }
+            ReadKind::Probe | ReadKind::Rtr => None,
+        };
+        match protect::check_read_response(&expect, t.stag, t.to, len, t.last, sink.as_deref()) {
+            Ok(()) => {
+                if let Some(f) = g.rdma.orq.front_mut() {
+                    f.expect.got += len;
+                }
+                g.rx.response_ends = t.last;
+                if len > 0 {
+                    g.rx.dest = Dest::Tagged {
+                        addr: t.to,
+                        end: t.to + u64::from(len),
+                    };
+                    g.rx.dest_reg = sink;
+                } else {
+                    g.rx.dest = Dest::Discard;
+                }
+                Next::Continue
+            }
+            Err(e) => {
+                if let ReadKind::App { wr_seq, .. } = kind {
+                    // Our sink was deregistered meanwhile: a local protection error; anything
+                    // else is the peer's fault.
+                    let st = if sink.as_ref().is_some_and(|r| !r.is_valid()) {
+                        Status::ACCESS_VIOLATION
+                    } else {
+                        Status::REMOTE_ERROR
+                    };
+                    g.failed = Some((wr_seq, st));
+                }
+                self.terminate(g, h.terminate_for(e));
                 Next::Stop
             }
+        }
+    }
+
+    /// The oldest outstanding Read Request has its whole Response.
+    fn read_answered(&self, g: &mut Inner) {
+        let Some(r) = g.rdma.orq.pop_front() else {
+            return;
+        };
+        g.rdma.answered += 1;
+        match r.kind {
+            ReadKind::App { wr_seq, .. } => {
+                g.rdma.app_reads -= 1;
+                let i = (wr_seq - g.front_seq) as usize;
+                if let Some((wr, _)) = g.sq.get_mut(i) {
+                    wr.answered += 1;
+                }
+            }
+            ReadKind::Probe => g.rdma.probe_out = false,
+            ReadKind::Rtr => {}
         }
     }
 
     /// A segment ended (its CRC checked): deliver a finished message.
     fn on_end(&self, g: &mut Inner) -> Next {
-        if let Dest::Recv {
-            pos,
-            solicited,
-            last: true,
-        } = g.rx.dest
-        {
-            if let Some(wr) = g.rq.pop() {
-                self.complete_recv(wr.context, Status::SUCCESS, pos as u32, solicited);
+        match g.rx.dest {
+            Dest::Recv {
+                pos,
+                solicited,
+                last: true,
+            } => {
+                if let Some(wr) = g.rq.pop() {
+                    self.complete_recv(wr.context, Status::SUCCESS, pos as u32, solicited);
+                    g.rx.delivered = true;
+                }
             }
+            Dest::Tagged { .. } => g.rx.dest_reg = None,
+            _ => {}
+        }
+        if std::mem::take(&mut g.rx.response_ends) {
+            self.read_answered(g);
         }
         g.rx.dest = Dest::None;
         Next::Continue
     }
-}
 
-fn is_send(op: Opcode) -> bool {
-    matches!(
-        op,
-        Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate
-    )
+    /// A Terminate arrived: find the request it names, by the DDP header it carries (D bit):
+    /// STag/TO for a Write, QN 1 + MSN for a Read, QN 0 + MSN for a Send (iwarp-wire.md §4.4).
+    /// That request completes with `ND_ACCESS_VIOLATION` for a protection error (D6), else
+    /// `ND_REMOTE_ERROR` (a Send: `STATUS_DATA_ERROR`, D5); the ones before it were processed
+    /// by the target and complete as they are; the rest are flushed `ND_CANCELED`.
+    fn attribute(&self, g: &mut Inner, t: &Terminate) {
+        let Some(ddp) = t.ddp_header.and_then(|d| d.decode().ok()) else {
+            return;
+        };
+        let status = if protect::is_protection_error(&t.error) {
+            Status::ACCESS_VIOLATION
+        } else {
+            Status::REMOTE_ERROR
+        };
+        for i in 0..g.encoded {
+            let Some((wr, _)) = g.sq.get(i) else { break };
+            let hit = match (ddp, wr.kind) {
+                (DdpHeader::Tagged(th), TxKind::Write { stag, to }) => {
+                    th.opcode == Opcode::Write
+                        && th.stag == stag
+                        && th.to.wrapping_sub(to) < wr.total.max(1)
+                        // A Write a Read Response already proved is not the culprit.
+                        && !(g.rdma.probe && g.rdma.answered >= wr.proof)
+                }
+                (DdpHeader::Untagged(u), TxKind::Read { .. }) => {
+                    u.qn == QN_READ_REQUEST
+                        && wr.issued > 0
+                        && u.msn.wrapping_sub(wr.msn) < u32::from(wr.issued)
+                }
+                (DdpHeader::Untagged(u), TxKind::Send) => u.qn == QN_SEND && u.msn == wr.msn,
+                _ => false,
+            };
+            if hit {
+                let st = match wr.kind {
+                    TxKind::Send => Status::DATA_ERROR,
+                    _ => status,
+                };
+                g.failed = Some((g.front_seq + i as u64, st));
+                return;
+            }
+        }
+    }
 }
 
 /// A zero-length Write or Read Request: the MPA v2 ready-to-receive message.

@@ -1,5 +1,6 @@
 //! The transmit side: RDMAP messages framed as DDP segments in MPA FPDUs (RFC 5040 §4,
-//! RFC 5041 §5, RFC 5044 §4), queued as chunks and written with one `sendmsg` per batch.
+//! RFC 5041 §5, RFC 5044 §4), queued as chunks and written with one `sendmsg` per batch:
+//! Sends, RDMA Writes, Read Requests, the Read Responses a peer asked for, and the Terminate.
 //!
 //! Small payloads (≤ [`INLINE_COPY`]) are copied next to their headers so an 8-byte Send is a
 //! single contiguous 32-byte write; larger payloads are written straight from registered
@@ -10,7 +11,7 @@ use std::io::IoSlice;
 
 use netdirect_spi::{OpFlags, Sge};
 use netdirect_wire::ddp::{
-    DdpHeader, TaggedHeader, UntaggedHeader, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, UNTAGGED_LEN,
+    DdpHeader, TaggedHeader, UntaggedHeader, QN_READ_REQUEST, QN_SEND, TAGGED_LEN, UNTAGGED_LEN,
 };
 use netdirect_wire::fpdu;
 use netdirect_wire::rdmap::{Opcode, ReadRequest, Terminate, READ_REQUEST_LEN, TERMINATE_MAX_LEN};
@@ -30,12 +31,64 @@ const MAX_IOV: usize = 64;
 
 #[derive(Debug, Clone, Copy)]
 enum Chunk {
-    /// Bytes in `staged`.
-    Staged { start: u32, len: u32 },
-    /// Bytes in registered memory.
+    /// Bytes in `staged`; `end`: the last chunk of an FPDU.
+    Staged { start: u32, len: u32, end: bool },
+    /// Bytes in registered memory (always in the middle of an FPDU).
     User { addr: u64, len: u32 },
     /// The oldest encoded work request is fully queued before this point.
     Done,
+    /// The oldest queued inbound Read's Response is fully queued before this point.
+    Resp,
+}
+
+/// What one [`Tx::write_to`] call handed to TCP completely.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Written {
+    /// Work requests (`Done` markers passed).
+    pub(crate) done: usize,
+    /// Read Responses (`Resp` markers passed).
+    pub(crate) responses: usize,
+}
+
+/// The DDP/RDMAP framing of one outbound message (RFC 5040 §4, RFC 5041 §4).
+#[derive(Debug, Clone, Copy)]
+enum Msg {
+    /// Untagged on QN 0 (Send family): every segment carries the MSN and its MO.
+    Send { opcode: Opcode, msn: u32 },
+    /// Tagged (RDMA Write, Read Response): every segment carries the STag and its TO.
+    Tagged { opcode: Opcode, stag: u32, to: u64 },
+}
+
+impl Msg {
+    fn header_len(&self) -> usize {
+        match self {
+            Self::Send { .. } => UNTAGGED_LEN,
+            Self::Tagged { .. } => TAGGED_LEN,
+        }
+    }
+
+    /// The header of the segment carrying message bytes from `off` (RFC 5041 §5.2: MO, or
+    /// the initial TO plus the offset; the L bit on the last segment only).
+    fn header(&self, off: u64, last: bool) -> DdpHeader {
+        match *self {
+            Self::Send { opcode, msn } => DdpHeader::Untagged(UntaggedHeader {
+                last,
+                opcode,
+                inval_stag: 0,
+                qn: QN_SEND,
+                msn,
+                mo: off as u32,
+            }),
+            // A TO range that wraps is sent as it is: the target must refuse it with
+            // "TO wrap" (RFC 5041 §7.1), so the initiator learns of it.
+            Self::Tagged { opcode, stag, to } => DdpHeader::Tagged(TaggedHeader {
+                last,
+                opcode,
+                stag,
+                to: to.wrapping_add(off),
+            }),
+        }
+    }
 }
 
 /// Outbound state of one stream.
@@ -47,7 +100,7 @@ pub(crate) struct Tx {
     head_done: usize,
     msn: TxMsn,
     mulpdu: usize,
-    /// Inline payloads of requests queued behind others, captured at post time.
+    /// Inline payloads of requests not encoded yet, captured at post time.
     stash: Vec<u8>,
     stash_lens: VecDeque<u32>,
     stash_off: usize,
@@ -77,23 +130,53 @@ impl Tx {
 
     /// Drop everything not yet written (the stream is being torn down).
     pub(crate) fn clear(&mut self) {
-        if self.head_done == 0 {
-            self.chunks.clear();
-        } else {
-            // Keep the partly written chunk's frame bytes? The stream is dead anyway: nothing
-            // more is sent after a teardown except a Terminate, which we skip in that case.
-            self.chunks.clear();
-            self.head_done = 0;
-        }
+        self.chunks.clear();
+        self.head_done = 0;
         self.staged.clear();
+        self.clear_stash();
+    }
+
+    fn clear_stash(&mut self) {
         self.stash.clear();
         self.stash_lens.clear();
         self.stash_off = 0;
     }
 
-    /// Whether a frame is partly on the wire (no Terminate may be injected then, as siw does).
-    pub(crate) fn mid_frame(&self) -> bool {
-        self.head_done > 0
+    /// Teardown: drop every queued message except the rest of a frame that is partly on the
+    /// wire, so that the stream stays framed and one last Terminate can follow it
+    /// (RFC 5040 §5.4). The application bytes that rest still refers to are copied now: their
+    /// requests are about to complete (flushed), after which the memory is no longer ours.
+    pub(crate) fn cut_to_current_frame(&mut self) {
+        if self.head_done == 0 {
+            self.clear();
+            return;
+        }
+        // Rare (teardown while a frame is half-written): a fresh buffer is fine here.
+        let mut rest = Vec::new();
+        for c in &self.chunks {
+            match *c {
+                Chunk::Staged { start, len, end } => {
+                    rest.extend_from_slice(&self.staged[start as usize..(start + len) as usize]);
+                    if end {
+                        break;
+                    }
+                }
+                // SAFETY: the request that owns these bytes is still queued (it is flushed
+                // after this call), so its registration keeps them valid.
+                Chunk::User { addr, len } => {
+                    rest.extend_from_slice(unsafe { mem::slice(addr, len as usize) })
+                }
+                Chunk::Done | Chunk::Resp => {}
+            }
+        }
+        self.chunks.clear();
+        self.clear_stash();
+        self.staged = rest;
+        self.chunks.push_back(Chunk::Staged {
+            start: 0,
+            len: self.staged.len() as u32,
+            end: true,
+        });
     }
 
     fn stage_prefix(&mut self, hdr: &DdpHeader, extra: &[u8], payload_len: usize) -> usize {
@@ -119,30 +202,21 @@ impl Tx {
         self.chunks.push_back(Chunk::Staged {
             start: start as u32,
             len: len as u32,
+            end: true,
         });
     }
 
-    /// Encode a Send of the registered segments `segs` (`total` bytes).
-    pub(crate) fn encode_send(&mut self, segs: &[Seg], total: u64, flags: OpFlags, crc: bool) {
-        let opcode = if flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
-            Opcode::SendSe
-        } else {
-            Opcode::Send
-        };
-        let msn = self.msn.next(QN_SEND);
-        let max = fpdu::max_payload(self.mulpdu, UNTAGGED_LEN) as u64;
+    /// Encode one message whose `total` bytes are those of the registered segments `segs`,
+    /// segmented to the MULPDU (RFC 5041 §5.2, RFC 5044 §4.5). Payloads up to
+    /// [`INLINE_COPY`] are copied next to their header; larger ones are queued as references
+    /// to the registered memory and written from there by `sendmsg` (no copy).
+    fn encode_message(&mut self, msg: Msg, segs: &[Seg], total: u64, crc: bool) {
+        let max = fpdu::max_payload(self.mulpdu, msg.header_len()) as u64;
         let mut off = 0u64;
         loop {
             let n = (total - off).min(max);
             let last = off + n == total;
-            let hdr = DdpHeader::Untagged(UntaggedHeader {
-                last,
-                opcode,
-                inval_stag: 0,
-                qn: QN_SEND,
-                msn,
-                mo: off as u32,
-            });
+            let hdr = msg.header(off, last);
             let mut pieces: [&[u8]; MAX_IOV] = [&[]; MAX_IOV];
             let k = gather(segs, off, n, &mut pieces);
             if n as usize <= INLINE_COPY || k == MAX_IOV {
@@ -156,6 +230,7 @@ impl Tx {
                 self.chunks.push_back(Chunk::Staged {
                     start: start as u32,
                     len: plen as u32,
+                    end: false,
                 });
                 for p in &pieces[..k] {
                     self.chunks.push_back(Chunk::User {
@@ -168,6 +243,7 @@ impl Tx {
                 self.chunks.push_back(Chunk::Staged {
                     start: ts as u32,
                     len: t as u32,
+                    end: true,
                 });
             }
             off += n;
@@ -175,45 +251,49 @@ impl Tx {
                 break;
             }
         }
-        self.chunks.push_back(Chunk::Done);
     }
 
-    /// Encode an INLINE Send straight from the caller's SGEs (read only during this call).
-    pub(crate) fn encode_send_inline(&mut self, sge: &[Sge], flags: OpFlags, crc: bool) {
-        let mut pieces: [&[u8]; MAX_IOV] = [&[]; MAX_IOV];
-        let k = sge.len().min(MAX_IOV);
-        for (p, s) in pieces.iter_mut().zip(sge) {
-            // SAFETY: INLINE data is read during the post call only; the caller's contract
-            // covers these bytes for that long.
-            *p = unsafe { mem::slice(s.buffer as usize as u64, s.buffer_length as usize) };
-        }
-        self.encode_inline_pieces(&pieces[..k], flags, crc);
-    }
-
-    fn encode_inline_pieces(&mut self, pieces: &[&[u8]], flags: OpFlags, crc: bool) {
-        let opcode = if flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
+    fn send_opcode(flags: OpFlags) -> Opcode {
+        if flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
             Opcode::SendSe
         } else {
             Opcode::Send
-        };
+        }
+    }
+
+    /// Encode a Send of the registered segments `segs` (`total` bytes); returns its MSN.
+    pub(crate) fn encode_send(
+        &mut self,
+        segs: &[Seg],
+        total: u64,
+        flags: OpFlags,
+        crc: bool,
+    ) -> u32 {
         let msn = self.msn.next(QN_SEND);
-        let hdr = DdpHeader::Untagged(UntaggedHeader {
-            last: true,
-            opcode,
-            inval_stag: 0,
-            qn: QN_SEND,
-            msn,
-            mo: 0,
-        });
-        self.stage_frame(&hdr, &[], pieces, crc);
+        let opcode = Self::send_opcode(flags);
+        self.encode_message(Msg::Send { opcode, msn }, segs, total, crc);
+        self.chunks.push_back(Chunk::Done);
+        msn
+    }
+
+    /// Encode an RDMA Write of `segs` to `stag`/`to` (RFC 5040 §4.3: tagged, no RDMAP header).
+    pub(crate) fn encode_write(&mut self, segs: &[Seg], total: u64, stag: u32, to: u64, crc: bool) {
+        let msg = Msg::Tagged {
+            opcode: Opcode::Write,
+            stag,
+            to,
+        };
+        self.encode_message(msg, segs, total, crc);
         self.chunks.push_back(Chunk::Done);
     }
 
-    /// Capture the inline payload of a request that must wait behind others.
-    pub(crate) fn stash_inline(&mut self, _index: usize, sge: &[Sge]) {
+    /// Capture the inline payload of a request (INLINE: the memory is read during the post
+    /// only, RFC-free ND semantics); it is encoded from here, in order.
+    pub(crate) fn stash_inline(&mut self, sge: &[Sge]) {
         let mut n = 0u32;
         for s in sge {
-            // SAFETY: as in `encode_send_inline`.
+            // SAFETY: INLINE data is read during the post call only; the caller's contract
+            // covers these bytes for that long.
             let p = unsafe { mem::slice(s.buffer as usize as u64, s.buffer_length as usize) };
             self.stash.extend_from_slice(p);
             n += s.buffer_length;
@@ -221,43 +301,104 @@ impl Tx {
         self.stash_lens.push_back(n);
     }
 
-    /// Encode the oldest stashed inline request.
-    pub(crate) fn encode_stashed_inline(&mut self, _index: usize, flags: OpFlags, crc: bool) {
+    /// Encode the oldest stashed inline payload as a Send (returns its MSN) or, with
+    /// `write = Some((stag, to))`, as an RDMA Write.
+    pub(crate) fn encode_stashed_inline(
+        &mut self,
+        flags: OpFlags,
+        write: Option<(u32, u64)>,
+        crc: bool,
+    ) -> u32 {
         let n = self.stash_lens.pop_front().unwrap_or(0) as usize;
+        let msn;
+        let msg = match write {
+            None => {
+                msn = self.msn.next(QN_SEND);
+                Msg::Send {
+                    opcode: Self::send_opcode(flags),
+                    msn,
+                }
+            }
+            Some((stag, to)) => {
+                msn = 0;
+                Msg::Tagged {
+                    opcode: Opcode::Write,
+                    stag,
+                    to,
+                }
+            }
+        };
         let stash = std::mem::take(&mut self.stash);
         let off = self.stash_off;
-        self.encode_inline_pieces(&[&stash[off..off + n]], flags, crc);
+        let seg = [Seg {
+            addr: stash[off..].as_ptr() as usize as u64,
+            len: n as u32,
+            reg: None,
+        }];
+        // Inline payloads (≤ the inline limit, at most INLINE_COPY bytes) are always copied
+        // into the staged frame, so the stash may be reused afterwards.
+        debug_assert!(n <= INLINE_COPY);
+        self.encode_message(msg, &seg, n as u64, crc);
+        self.chunks.push_back(Chunk::Done);
         self.stash = stash;
         self.stash_off += n;
         if self.stash_lens.is_empty() {
             self.stash.clear();
             self.stash_off = 0;
         }
+        msn
+    }
+
+    /// Encode an RDMA Read Request (RFC 5040 §4.4: untagged, QN 1, the next MSN, MO 0, the
+    /// 28-byte header, no payload); returns its MSN. No `Done` marker: the caller adds one
+    /// once the whole work request is queued ([`Tx::mark_done`]).
+    pub(crate) fn encode_read_request(&mut self, rr: &ReadRequest, crc: bool) -> u32 {
+        let msn = self.msn.next(QN_READ_REQUEST);
+        let mut extra = [0u8; READ_REQUEST_LEN];
+        rr.encode(&mut extra);
+        self.stage_frame(&DdpHeader::read_request(msn), &extra, &[], crc);
+        msn
+    }
+
+    /// The current work request is fully queued.
+    pub(crate) fn mark_done(&mut self) {
+        self.chunks.push_back(Chunk::Done);
+    }
+
+    /// Encode the RDMA Read Response to a Read Request (RFC 5040 §4.5: tagged to the
+    /// request's sink STag, TO advancing per segment, the source bytes sent straight from
+    /// registered memory), followed by a `Resp` marker. `src` is the checked source range.
+    pub(crate) fn encode_read_response(
+        &mut self,
+        sink_stag: u32,
+        sink_to: u64,
+        src: u64,
+        size: u32,
+        crc: bool,
+    ) {
+        let msg = Msg::Tagged {
+            opcode: Opcode::ReadResponse,
+            stag: sink_stag,
+            to: sink_to,
+        };
+        let seg = [Seg {
+            addr: src,
+            len: size,
+            reg: None,
+        }];
+        self.encode_message(msg, &seg, u64::from(size), crc);
+        self.chunks.push_back(Chunk::Resp);
     }
 
     /// The zero-length RDMA Write used as the MPA v2 RTR (RFC 6581 §9.2; STag 1 / TO 0 as siw
     /// sends it, since some hardware treats STag 0 specially).
     pub(crate) fn encode_rtr_write(&mut self, crc: bool) {
-        let hdr = DdpHeader::Tagged(TaggedHeader {
-            last: true,
-            opcode: Opcode::Write,
-            stag: 1,
-            to: 0,
-        });
+        let hdr = DdpHeader::write(1, 0, true);
         self.stage_frame(&hdr, &[], &[], crc);
     }
 
     /// The zero-length RDMA Read Request used as the MPA v2 RTR.
     pub(crate) fn encode_rtr_read(&mut self, crc: bool) {
-        let msn = self.msn.next(QN_READ_REQUEST);
-        let hdr = DdpHeader::Untagged(UntaggedHeader {
-            last: true,
-            opcode: Opcode::ReadRequest,
-            inval_stag: 0,
-            qn: QN_READ_REQUEST,
-            msn,
-            mo: 0,
-        });
         let rr = ReadRequest {
             sink_stag: 0,
             sink_to: 0,
@@ -265,69 +406,70 @@ impl Tx {
             src_stag: 1,
             src_to: 0,
         };
-        let mut extra = [0u8; READ_REQUEST_LEN];
-        rr.encode(&mut extra);
-        self.stage_frame(&hdr, &extra, &[], crc);
+        self.encode_read_request(&rr, crc);
     }
 
-    /// A zero-length Read Response (the answer to a Read RTR, or to any zero-length Read).
-    pub(crate) fn encode_empty_read_response(&mut self, sink_stag: u32, sink_to: u64, crc: bool) {
-        let hdr = DdpHeader::Tagged(TaggedHeader {
-            last: true,
-            opcode: Opcode::ReadResponse,
-            stag: sink_stag,
-            to: sink_to,
-        });
+    /// The zero-length Read Response answering a Read RTR (no `Resp` marker: the RTR takes no
+    /// IRD slot of the application's).
+    pub(crate) fn encode_rtr_read_response(&mut self, sink_stag: u32, sink_to: u64, crc: bool) {
+        let hdr = DdpHeader::read_response(sink_stag, sink_to, true);
         self.stage_frame(&hdr, &[], &[], crc);
     }
 
     /// The stream's single Terminate (RFC 5040 §5.4: QN 2, MSN 1, MO 0, L=1).
     pub(crate) fn encode_terminate(&mut self, t: &Terminate, crc: bool) {
-        let hdr = DdpHeader::Untagged(UntaggedHeader {
-            last: true,
-            opcode: Opcode::Terminate,
-            inval_stag: 0,
-            qn: QN_TERMINATE,
-            msn: 1,
-            mo: 0,
-        });
         let mut body = [0u8; TERMINATE_MAX_LEN];
         let n = t.encode(&mut body);
-        self.stage_frame(&hdr, &body[..n], &[], crc);
+        self.stage_frame(&DdpHeader::terminate(), &body[..n], &[], crc);
     }
 
-    /// Write queued chunks until the socket would block. Returns how many work requests were
-    /// completely handed to TCP.
-    pub(crate) fn write_to(&mut self, sock: &Socket) -> std::io::Result<usize> {
-        let mut done = 0;
+    /// Write queued chunks until the socket would block. Returns what was completely handed
+    /// to TCP.
+    pub(crate) fn write_to(&mut self, sock: &Socket) -> std::io::Result<Written> {
+        let mut w = Written::default();
         loop {
-            while let Some(Chunk::Done) = self.chunks.front() {
-                self.chunks.pop_front();
-                done += 1;
-            }
+            self.pop_markers(&mut w);
             if self.chunks.is_empty() {
                 self.staged.clear();
-                return Ok(done);
+                return Ok(w);
             }
             let mut iov: [IoSlice<'_>; MAX_IOV] = [IoSlice::new(&[]); MAX_IOV];
             let mut k = 0;
+            // Staged bytes that follow each other in `staged` (small frames queued back to
+            // back) go out as one piece: a Write and its probe make one `send(2)`.
+            let mut staged_run: Option<(usize, usize)> = None;
             for (i, c) in self.chunks.iter().enumerate() {
                 let skip = if i == 0 { self.head_done } else { 0 };
                 let s: &[u8] = match *c {
-                    Chunk::Staged { start, len } => {
-                        &self.staged[start as usize + skip..(start + len) as usize]
+                    Chunk::Staged { start, len, .. } => {
+                        let (a, b) = (start as usize + skip, (start + len) as usize);
+                        if let Some((run_start, run_end)) = staged_run {
+                            if run_end == a && k > 0 {
+                                iov[k - 1] = IoSlice::new(&self.staged[run_start..b]);
+                                staged_run = Some((run_start, b));
+                                continue;
+                            }
+                        }
+                        if k == MAX_IOV {
+                            break;
+                        }
+                        staged_run = Some((a, b));
+                        &self.staged[a..b]
                     }
                     // SAFETY: the range was checked against a live registration when the
-                    // request was posted, and the request (which holds that registration)
-                    // is still queued.
-                    Chunk::User { addr, len } => unsafe { &mem::slice(addr, len as usize)[skip..] },
-                    Chunk::Done => continue,
+                    // request was posted (or the Read Request arrived), and the request or the
+                    // inbound Read record (which holds that registration) is still queued.
+                    Chunk::User { addr, len } => {
+                        if k == MAX_IOV {
+                            break;
+                        }
+                        staged_run = None;
+                        unsafe { &mem::slice(addr, len as usize)[skip..] }
+                    }
+                    Chunk::Done | Chunk::Resp => continue,
                 };
                 iov[k] = IoSlice::new(s);
                 k += 1;
-                if k == MAX_IOV {
-                    break;
-                }
             }
             let flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
             let sent = if k == 1 {
@@ -337,37 +479,44 @@ impl Tx {
                 rustix::net::sendmsg(sock, &iov[..k], &mut SendAncillaryBuffer::default(), flags)
             };
             match sent {
-                Ok(n) => done += self.advance(n),
-                Err(Errno::AGAIN) => return Ok(done),
+                Ok(n) => self.advance(n, &mut w),
+                Err(Errno::AGAIN) => return Ok(w),
                 Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
         }
     }
 
-    /// Account `n` written bytes; returns the `Done` markers passed.
-    fn advance(&mut self, mut n: usize) -> usize {
-        let mut done = 0;
-        while let Some(c) = self.chunks.front() {
+    fn pop_markers(&mut self, w: &mut Written) {
+        loop {
+            match self.chunks.front() {
+                Some(Chunk::Done) => w.done += 1,
+                Some(Chunk::Resp) => w.responses += 1,
+                _ => return,
+            }
+            self.chunks.pop_front();
+        }
+    }
+
+    /// Account `n` written bytes and the markers passed.
+    fn advance(&mut self, mut n: usize, w: &mut Written) {
+        loop {
+            self.pop_markers(w);
+            let Some(c) = self.chunks.front() else { return };
             let len = match *c {
-                Chunk::Done => {
-                    self.chunks.pop_front();
-                    done += 1;
-                    continue;
-                }
                 Chunk::Staged { len, .. } | Chunk::User { len, .. } => len as usize,
+                Chunk::Done | Chunk::Resp => unreachable!("markers popped above"),
             };
             let left = len - self.head_done;
-            if n >= left && n > 0 || left == 0 {
+            if n >= left {
                 n -= left;
                 self.head_done = 0;
                 self.chunks.pop_front();
             } else {
                 self.head_done += n;
-                break;
+                return;
             }
         }
-        done
     }
 }
 

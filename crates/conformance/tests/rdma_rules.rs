@@ -1,0 +1,325 @@
+//! One-sided requests' local rules, in one process over real sockets, for every provider and
+//! both loopback families: argument checks of Read, Write, Bind and Invalidate
+//! (IND2QueuePair, nd-reference.md §2.9), memory registration (§2.7, D7, R-MR-1) and a local
+//! protection error.
+
+#![allow(clippy::single_range_in_vec_init)]
+
+use std::net::{IpAddr, SocketAddr};
+
+use netdirect::{MrFlags, OpFlags, Provider, RequestType, Status};
+use netdirect_conformance::check::{
+    expect_empty, expect_status, next_results, wait_ok, Check, Context, Expect,
+};
+use netdirect_conformance::harness::{self, Family};
+use netdirect_conformance::side::connect_pair;
+use netdirect_conformance::{ensure, providers, Side, SideConfig};
+
+fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
+    let mut failures = Vec::new();
+    for p in providers() {
+        for fam in Family::ALL {
+            let label = harness::label(p, fam, name);
+            let r = harness::with_deadline(&label, move || {
+                let provider = Provider::select(p).ctx("open provider")?;
+                f(&provider, fam.ip())
+            });
+            match r {
+                Ok(()) => eprintln!("{label} passed"),
+                Err(e) => failures.push(e),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn done(ty: RequestType, status: Status, ctx: u64, qp: u64) -> Expect {
+    Expect {
+        status,
+        request_type: ty,
+        request_context: ctx,
+        qp_context: qp,
+        bytes: None,
+    }
+}
+
+#[test]
+fn one_sided_requests_on_an_unconnected_queue_pair() {
+    each("rdma-unconnected", |p, ip| {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let side = Side::on(&a, SideConfig::default())?;
+        let w = a.create_memory_window().ctx("CreateMemoryWindow")?;
+        expect_status(
+            side.rdma_write(1, &[0..8], 0, 0, OpFlags::empty()),
+            Status::CONNECTION_INVALID,
+            "Write on an unconnected QP",
+        )?;
+        expect_status(
+            side.rdma_read(1, &[0..8], 0, 0, OpFlags::empty()),
+            Status::CONNECTION_INVALID,
+            "Read on an unconnected QP",
+        )?;
+        expect_status(
+            side.qp
+                .bind(1, &side.mr, &w, side.buf.as_ptr(), 64, OpFlags::ALLOW_READ),
+            Status::CONNECTION_INVALID,
+            "Bind on an unconnected QP",
+        )?;
+        expect_status(
+            side.qp.invalidate(1, &w, OpFlags::empty()),
+            Status::CONNECTION_INVALID,
+            "Invalidate on an unconnected QP",
+        )?;
+        ensure!(w.get_remote_token() == 0, "an unbound window has a token");
+        Ok(())
+    });
+}
+
+#[test]
+fn one_sided_argument_checks() {
+    each("rdma-arguments", |p, ip| {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let info = a.query();
+        let server = Side::on(&a, SideConfig::default())?;
+        let client = Side::on(
+            &a,
+            SideConfig {
+                depth: 2,
+                sge: 2,
+                ..SideConfig::default()
+            },
+        )?;
+        let _listener = connect_pair(&server, &client, ip)?;
+        let w = a.create_memory_window().ctx("CreateMemoryWindow")?;
+        let bad = OpFlags::from_bits_retain(0x4000);
+        expect_status(
+            client.rdma_write(1, &[0..8], 0, 0, bad),
+            Status::INVALID_PARAMETER_6,
+            "Write with an unknown flag",
+        )?;
+        expect_status(
+            client.rdma_write(1, &[0..8], 0, 0, OpFlags::SEND_AND_SOLICIT_EVENT),
+            Status::INVALID_PARAMETER_6,
+            "Write with SEND_AND_SOLICIT_EVENT",
+        )?;
+        expect_status(
+            client.rdma_read(1, &[0..8], 0, 0, OpFlags::INLINE),
+            Status::INVALID_PARAMETER_6,
+            "Read with INLINE",
+        )?;
+        expect_status(
+            client
+                .qp
+                .bind(1, &client.mr, &w, client.buf.as_ptr(), 64, OpFlags::INLINE),
+            Status::INVALID_PARAMETER_6,
+            "Bind with INLINE",
+        )?;
+        expect_status(
+            client.qp.invalidate(1, &w, OpFlags::INLINE),
+            Status::INVALID_PARAMETER_3,
+            "Invalidate with INLINE",
+        )?;
+        // More SGEs than the QP allows (D12 rounds 2 up to 4), even at the adapter maximum.
+        let many: Vec<_> = (0..=info.max_initiator_sge as usize)
+            .map(|i| i * 8..i * 8 + 8)
+            .collect();
+        expect_status(
+            client.rdma_write(1, &many, 0, 0, OpFlags::empty()),
+            Status::DATA_OVERRUN,
+            "Write with too many SGEs",
+        )?;
+        expect_status(
+            client.rdma_read(1, &many, 0, 0, OpFlags::empty()),
+            Status::DATA_OVERRUN,
+            "Read with too many SGEs",
+        )?;
+        // Inline data beyond the inline limit.
+        expect_status(
+            client.rdma_write(1, &[0..4096], 0, 0, OpFlags::INLINE),
+            Status::BUFFER_OVERFLOW,
+            "INLINE Write larger than the inline limit",
+        )?;
+        // connect_pair used Connect(0, 0): no outbound Reads.
+        expect_status(
+            client.rdma_read(1, &[0..8], 0, 0, OpFlags::empty()),
+            Status::INVALID_DEVICE_REQUEST,
+            "Read on a connection with ORD 0",
+        )?;
+        // Bind: the region must allow what the window grants, and contain it.
+        let ro = client.register_again(MrFlags::ALLOW_REMOTE_READ)?;
+        expect_status(
+            client
+                .qp
+                .bind(1, &ro, &w, client.buf.as_ptr(), 64, OpFlags::ALLOW_WRITE),
+            Status::ACCESS_VIOLATION,
+            "Bind ALLOW_WRITE over a region without ALLOW_LOCAL_WRITE",
+        )?;
+        let len = client.buf.len();
+        expect_status(
+            client.qp.bind(
+                1,
+                &client.mr,
+                &w,
+                client.buf.as_ptr(),
+                len + 1,
+                OpFlags::ALLOW_READ,
+            ),
+            Status::ACCESS_VIOLATION,
+            "Bind one byte past the region",
+        )?;
+        let empty = a.create_memory_region().ctx("create MR")?;
+        expect_status(
+            client
+                .qp
+                .bind(1, &empty, &w, client.buf.as_ptr(), 64, OpFlags::ALLOW_READ),
+            Status::ACCESS_VIOLATION,
+            "Bind over a region that is not registered",
+        )?;
+        ensure!(w.get_remote_token() == 0, "failed Binds bound the window");
+        expect_empty(&client.scq, "initiator CQ after synchronous failures")?;
+        // The queue pair still works: a read-only window over a read-only region (R-MW-1).
+        client
+            .qp
+            .bind(7, &ro, &w, client.buf.as_ptr(), 64, OpFlags::ALLOW_READ)
+            .ctx("Bind")?;
+        let r = next_results(&client.scq, 1, "Bind")?;
+        done(RequestType::Bind, Status::SUCCESS, 7, client.qp_context).check(&r[0], "Bind")?;
+        // Initiator queue depth 2: two requests fit, the third does not.
+        client
+            .rdma_write(8, &[0..8], 0, 0, OpFlags::empty())
+            .ctx("Write 1")?;
+        client
+            .rdma_write(9, &[0..8], 0, 0, OpFlags::empty())
+            .ctx("Write 2")?;
+        expect_status(
+            client.rdma_write(10, &[0..8], 0, 0, OpFlags::empty()),
+            Status::NO_MORE_ENTRIES,
+            "Write beyond the initiator queue depth",
+        )?;
+        Ok(())
+    });
+}
+
+#[test]
+fn write_from_unregistered_memory_fails_locally() {
+    each("rdma-local-protection", |p, ip| {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let server = Side::on(&a, SideConfig::default())?;
+        let client = Side::on(&a, SideConfig::default())?;
+        let _listener = connect_pair(&server, &client, ip)?;
+        let target = server.register_again(MrFlags::ALLOW_REMOTE_WRITE)?;
+        server.recv(1, &[0..64]).ctx("post Receive")?;
+        // A local SGE whose token is wrong: the post succeeds, the Write completes
+        // ND_ACCESS_VIOLATION without sending anything, the connection ends.
+        let mut sge = client.sges(&[0..64]);
+        sge[0].memory_region_token ^= 0x100;
+        // SAFETY: the SGE names the client's registered buffer (with a wrong token).
+        unsafe {
+            client.qp.write(
+                2,
+                &sge,
+                server.addr(0),
+                target.get_remote_token(),
+                OpFlags::empty(),
+            )
+        }
+        .ctx("Write with a bad local token")?;
+        client
+            .send(3, &[0..8], OpFlags::empty())
+            .ctx("Send after it")?;
+        let r = next_results(&client.scq, 2, "local protection error")?;
+        done(
+            RequestType::Write,
+            Status::ACCESS_VIOLATION,
+            2,
+            client.qp_context,
+        )
+        .check(&r[0], "Write with a bad local token")?;
+        Expect::send(Status::CANCELED, 3, client.qp_context).check(&r[1], "Send after it")?;
+        let r = next_results(&server.rcq, 1, "the server's Receive")?;
+        Expect::recv(Status::CANCELED, 1, server.qp_context, None)
+            .check(&r[0], "the peer's Receive after a local error")?;
+        Ok(())
+    });
+}
+
+#[test]
+fn registration_rules() {
+    each("rdma-registration", |p, ip| {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let buf = netdirect::Buffer::new(4096).ctx("buffer")?;
+        // Every flag of §1.5 is accepted.
+        let all = MrFlags::ALLOW_LOCAL_WRITE
+            | MrFlags::ALLOW_REMOTE_READ
+            | MrFlags::ALLOW_REMOTE_WRITE
+            | MrFlags::RDMA_READ_SINK
+            | MrFlags::DO_NOT_SECURE_VM;
+        // R-MR-1: the same buffer registered thousands of times, with different rights.
+        let flags = [
+            MrFlags::ALLOW_LOCAL_WRITE,
+            MrFlags::ALLOW_REMOTE_READ,
+            MrFlags::ALLOW_REMOTE_WRITE,
+            MrFlags::RDMA_READ_SINK | MrFlags::ALLOW_LOCAL_WRITE,
+            all,
+        ];
+        let mut mrs = Vec::new();
+        let mut tokens = std::collections::HashSet::new();
+        for i in 0..4000 {
+            let mr = a.create_memory_region().ctx("create MR")?;
+            let ov = mr
+                .register_buffer(&buf, flags[i % flags.len()])
+                .ctx("Register")?;
+            wait_ok(&ov, "Register")?;
+            ensure!(
+                tokens.insert(mr.get_remote_token()),
+                "registration {i} got a token already in use"
+            );
+            ensure!(
+                mr.get_local_token() != 0,
+                "registration {i} got local token 0"
+            );
+            mrs.push(mr);
+        }
+        for mr in &mrs {
+            wait_ok(&mr.deregister().ctx("Deregister")?, "Deregister")?;
+        }
+        // Deregistering twice, or an empty region: the region has nothing registered.
+        expect_status(
+            mrs[0].deregister(),
+            Status::INVALID_DEVICE_STATE,
+            "Deregister twice",
+        )?;
+        // D7, in order: null, then zero length, then beyond MaxRegistrationSize.
+        let mr = a.create_memory_region().ctx("create MR")?;
+        // SAFETY: these calls name no memory (null or zero bytes) or fail before using it.
+        unsafe {
+            expect_status(
+                mr.register(std::ptr::null_mut(), 0, MrFlags::ALLOW_LOCAL_WRITE),
+                Status::INVALID_PARAMETER,
+                "Register null with length 0 (null is checked first)",
+            )?;
+            expect_status(
+                mr.register(buf.as_ptr(), 0, MrFlags::ALLOW_LOCAL_WRITE),
+                Status::INVALID_BUFFER_SIZE,
+                "Register 0 bytes",
+            )?;
+            let max = a.query().max_registration_size;
+            if max < usize::MAX {
+                expect_status(
+                    mr.register(buf.as_ptr(), max + 1, MrFlags::ALLOW_LOCAL_WRITE),
+                    Status::INVALID_PARAMETER,
+                    "Register more than MaxRegistrationSize",
+                )?;
+            }
+        }
+        Ok(())
+    });
+}

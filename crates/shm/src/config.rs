@@ -1,0 +1,69 @@
+//! Run-time knobs of the `shm` provider, read once per adapter from the environment.
+//!
+//! Every variable is listed in [`VARIABLES`] with its default and meaning (the `fi_info -e`
+//! convention).
+
+use crate::segment::Params;
+
+/// One documented environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    /// Its name.
+    pub name: &'static str,
+    /// The default, as text.
+    pub default: &'static str,
+    /// What it does.
+    pub meaning: &'static str,
+}
+
+/// Every variable the provider reads.
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "ND_SHM_CELLS",
+        default: "256",
+        meaning: "64-byte cells per direction of a connection (power of two, 16–65536): how many \
+                  records may be in flight",
+    },
+    Variable {
+        name: "ND_SHM_DATA_KIB",
+        default: "512",
+        meaning: "data area per direction, in KiB (power of two, 4–262144): where messages of \
+                  more than 48 bytes travel",
+    },
+    Variable {
+        name: "ND_SHM_CHUNK_KIB",
+        default: "64",
+        meaning: "largest piece of a message in the data area, in KiB (at most a quarter of the \
+                  data area): the pipelining grain of large Sends",
+    },
+];
+
+/// The parsed configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) params: Params,
+    pub(crate) chunk: usize,
+}
+
+fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+impl Config {
+    pub(crate) fn from_env() -> Self {
+        let cells = var::<u32>("ND_SHM_CELLS", 256)
+            .clamp(16, 65536)
+            .next_power_of_two();
+        let data_len = (var::<u64>("ND_SHM_DATA_KIB", 512).clamp(4, 256 << 10) << 10)
+            .next_power_of_two()
+            .min(256 << 20);
+        let chunk = (var::<usize>("ND_SHM_CHUNK_KIB", 64).max(1) << 10).min(data_len as usize / 4);
+        Self {
+            params: Params { cells, data_len },
+            chunk,
+        }
+    }
+}

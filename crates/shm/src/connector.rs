@@ -1,0 +1,509 @@
+//! `IND2Connector` for the `shm` provider.
+//!
+//! ND's three steps: `Connect` creates the segment, connects to the listener's abstract name and
+//! sends REQUEST (with the memfd); it completes on ACCEPT (or REJECT / end-of-file:
+//! `ND_CONNECTION_REFUSED`). `CompleteConnect` maps the connection onto the queue pair and
+//! writes the RTR record, the first record of the active side's ring. The passive `Accept`
+//! sends ACCEPT and completes when that RTR arrives. Read limits are negotiated exactly as the
+//! `tcp` provider does over MPA v2.
+
+use std::any::Any;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
+use netdirect_spi::traits::{self, QueuePair};
+use netdirect_spi::{fail, Error, ReadLimits, Result, Status};
+
+use crate::adapter::Shared;
+use crate::engine::{Registered, Source};
+use crate::link::Link;
+use crate::listener::{claim_status, Incoming};
+use crate::proto::{self, Msg, Recv, Request, Space};
+use crate::qp::{Conn, ShmQp};
+use crate::segment::Segment;
+
+enum State {
+    /// Fresh (or bound): may Connect, or receive a request from a listener.
+    Idle,
+    /// REQUEST sent; waiting for ACCEPT or REJECT.
+    Connecting {
+        sock: Registered,
+        qp: Arc<ShmQp>,
+        ov: OvCompleter,
+        seg: Segment,
+    },
+    /// Active side: the peer accepted; waiting for CompleteConnect or Reject.
+    Connected {
+        sock: OwnedFd,
+        qp: Arc<ShmQp>,
+        seg: Segment,
+    },
+    /// Passive side: a request arrived; waiting for Accept or Reject.
+    Incoming(Incoming),
+    /// The queue pair carries the connection.
+    Attached(Arc<ShmQp>),
+    /// Rejected (either way) or failed: the connector cannot connect again.
+    Done,
+}
+
+struct Inner {
+    state: State,
+    /// The socket `Bind` prepared (holding the local port's name), used by the next Connect.
+    bound: Option<(OwnedFd, SocketAddr)>,
+    local: Option<SocketAddr>,
+    peer: Option<SocketAddr>,
+    peer_private_data: Vec<u8>,
+    limits: ReadLimits,
+}
+
+/// A connector.
+pub(crate) struct ShmConnector {
+    me: Weak<Self>,
+    shared: Arc<Shared>,
+    inner: Mutex<Inner>,
+}
+
+impl fmt::Debug for ShmConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let g = self.lock();
+        f.debug_struct("ShmConnector")
+            .field("local", &g.local)
+            .field("peer", &g.peer)
+            .finish()
+    }
+}
+
+fn check_private_data(len: usize, max: u32) -> Result<()> {
+    if len > max as usize {
+        return fail(Status::INVALID_BUFFER_SIZE);
+    }
+    Ok(())
+}
+
+impl ShmConnector {
+    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            shared,
+            inner: Mutex::new(Inner {
+                state: State::Idle,
+                bound: None,
+                local: None,
+                peer: None,
+                peer_private_data: Vec::new(),
+                limits: ReadLimits::default(),
+            }),
+        })
+    }
+
+    pub(crate) fn downcast(c: &Arc<dyn traits::Connector>) -> Option<Arc<Self>> {
+        c.as_any()
+            .downcast_ref::<Self>()
+            .and_then(|c| c.me.upgrade())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a listener may give this connector a request.
+    pub(crate) fn is_fresh(&self) -> bool {
+        matches!(self.lock().state, State::Idle)
+    }
+
+    /// A listener hands over a request (`GetConnectionRequest` completed).
+    pub(crate) fn set_incoming(&self, inc: Incoming) {
+        let mut g = self.lock();
+        g.local = Some(inc.local);
+        g.peer = Some(inc.peer);
+        g.peer_private_data = inc.request.private_data.clone();
+        let info = self.shared.info;
+        // Passive GetReadLimits: inbound = the peer's ORD, outbound = the peer's IRD, clamped
+        // to our capabilities (nd-reference.md D25), as tcp.
+        g.limits = ReadLimits {
+            inbound: inc.request.ord.min(info.max_inbound_read_limit),
+            outbound: inc.request.ird.min(info.max_outbound_read_limit),
+        };
+        g.state = State::Incoming(inc);
+    }
+
+    /// Read the listener's answer, if it came.
+    fn drive(&self) {
+        let mut g = self.lock();
+        let State::Connecting { sock, .. } = &g.state else {
+            return;
+        };
+        let got = proto::recv(sock.fd());
+        if matches!(got, Recv::Empty) {
+            return;
+        }
+        let State::Connecting { sock, qp, ov, seg } = std::mem::replace(&mut g.state, State::Idle)
+        else {
+            unreachable!()
+        };
+        let sock = sock.into_inner();
+        match got {
+            Recv::Msg(
+                Some(Msg::Accept {
+                    ird,
+                    ord,
+                    private_data,
+                }),
+                _,
+            ) => {
+                g.peer_private_data = private_data;
+                // Active GetReadLimits: the acceptor's values, swapped to our view.
+                g.limits = ReadLimits {
+                    inbound: ord,
+                    outbound: ird,
+                };
+                g.state = State::Connected { sock, qp, seg };
+                ov.complete(Status::SUCCESS);
+            }
+            Recv::Msg(Some(Msg::Reject { private_data }), _) => {
+                g.peer_private_data = private_data;
+                g.state = State::Done;
+                ov.complete(Status::CONNECTION_REFUSED);
+            }
+            _ => {
+                // The listener went away or refused the request: the connector stays usable.
+                g.state = State::Idle;
+                ov.complete(Status::CONNECTION_REFUSED);
+            }
+        }
+    }
+}
+
+impl Source for ShmConnector {
+    fn on_ready(&self) {
+        self.drive();
+    }
+}
+
+impl traits::Connector for ShmConnector {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn bind(&self, addr: SocketAddr) -> Result<()> {
+        let mut g = self.lock();
+        match g.state {
+            State::Idle => {}
+            _ => return fail(Status::ADDRESS_ALREADY_ASSOCIATED),
+        }
+        if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
+            return fail(Status::INVALID_ADDRESS);
+        }
+        if let Some((_, a)) = &g.bound {
+            // Re-binding the same address before a retried Connect is allowed (D8, ndmpic).
+            if *a == addr || (addr.port() == 0 && a.ip() == addr.ip()) {
+                return Ok(());
+            }
+        }
+        g.bound = None;
+        let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        let port = proto::claim(&s, Space::Connector, addr.is_ipv6(), addr.port())
+            .map_err(|e| Error::new(claim_status(e)))?;
+        let local = SocketAddr::new(addr.ip(), port);
+        g.local = Some(local);
+        g.bound = Some((s, local));
+        Ok(())
+    }
+
+    fn connect(
+        &self,
+        qp: &Arc<dyn QueuePair>,
+        dest: SocketAddr,
+        limits: ReadLimits,
+        private_data: &[u8],
+    ) -> Result<Overlapped> {
+        // Validation first, with no state change, so the connector stays usable (D8).
+        check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
+        let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
+        if dest.ip().is_unspecified() {
+            return fail(Status::BAD_NETWORK_NAME);
+        }
+        if dest.port() == 0 {
+            return fail(Status::INVALID_ADDRESS);
+        }
+        if qp.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        let mut g = self.lock();
+        if !matches!(g.state, State::Idle) {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        let engine = self.shared.engine.clone();
+        if !crate::is_local(dest.ip()) {
+            // Shared memory reaches this host only.
+            return Ok(Overlapped::completed(engine, Status::HOST_UNREACHABLE));
+        }
+        let (sock, bound) = match g.bound.take() {
+            Some((s, a)) if a.is_ipv6() == dest.is_ipv6() => (s, a),
+            Some(b) => {
+                g.bound = Some(b);
+                return fail(Status::INVALID_ADDRESS);
+            }
+            None => {
+                let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+                let port = proto::claim(&s, Space::Connector, dest.is_ipv6(), 0)
+                    .map_err(|e| Error::new(claim_status(e)))?;
+                let any: IpAddr = if dest.is_ipv6() {
+                    std::net::Ipv6Addr::UNSPECIFIED.into()
+                } else {
+                    std::net::Ipv4Addr::UNSPECIFIED.into()
+                };
+                (s, SocketAddr::new(any, port))
+            }
+        };
+        // A wildcard local address becomes the address the peer is reached at (same host).
+        let local_ip = if bound.ip().is_unspecified() {
+            dest.ip()
+        } else {
+            bound.ip()
+        };
+        let local = SocketAddr::new(local_ip, bound.port());
+        g.local = Some(local);
+        let params = self.shared.config.params;
+        let Ok((seg, memfd)) = Segment::create(params) else {
+            g.bound = Some((sock, bound));
+            return fail(Status::INSUFFICIENT_RESOURCES);
+        };
+        let info = self.shared.info;
+        let request = Request {
+            ird: limits.inbound.min(info.max_inbound_read_limit),
+            ord: limits.outbound.min(info.max_outbound_read_limit),
+            params,
+            src: local,
+            dst: dest,
+            private_data: private_data.to_vec(),
+        };
+        let refused = |g: &mut MutexGuard<'_, Inner>, sock: OwnedFd| {
+            // Nobody listens: the connector (and its port) stay usable for another Connect.
+            g.bound = Some((sock, bound));
+            Ok(Overlapped::completed(
+                self.shared.engine.clone(),
+                Status::CONNECTION_REFUSED,
+            ))
+        };
+        match rustix::net::connect(
+            &sock,
+            &proto::name(Space::Listener, dest.is_ipv6(), dest.port()),
+        ) {
+            Ok(()) => {}
+            Err(_) => return refused(&mut g, sock),
+        }
+        if proto::send(&sock, &Msg::Request(request), Some(&memfd)).is_err() {
+            // Connected sockets cannot be connected again: a retry claims the port afresh.
+            drop(sock);
+            return Ok(Overlapped::completed(engine, Status::CONNECTION_REFUSED));
+        }
+        // The peer has its own descriptor now; our mapping keeps the memory alive.
+        drop(memfd);
+        let (ov, c) = Overlapped::pending(engine);
+        // Withdrawing this one request abandons the attempt, as CancelOverlappedRequests does.
+        let me = self.me.clone();
+        c.set_canceller(move || {
+            if let Some(me) = me.upgrade() {
+                let _ = traits::Connector::cancel_overlapped_requests(&*me);
+            }
+        });
+        let src: Weak<dyn Source> = self.me.clone();
+        let reg = self
+            .shared
+            .engine
+            .register(sock, src)
+            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        g.peer = Some(dest);
+        g.state = State::Connecting {
+            sock: reg,
+            qp,
+            ov: c,
+            seg,
+        };
+        drop(g);
+        self.drive();
+        Ok(ov)
+    }
+
+    fn complete_connect(&self) -> Result<Overlapped> {
+        let mut g = self.lock();
+        let State::Connected { .. } = g.state else {
+            return fail(Status::CONNECTION_INVALID);
+        };
+        let State::Connected { sock, qp, seg } = std::mem::replace(&mut g.state, State::Done)
+        else {
+            unreachable!()
+        };
+        let link = Link::new(&self.shared.engine, seg, 0, sock, qp.weak())
+            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        qp.establish_active(link)?;
+        g.state = State::Attached(qp);
+        Ok(Overlapped::completed(
+            self.shared.engine.clone(),
+            Status::SUCCESS,
+        ))
+    }
+
+    fn accept(
+        &self,
+        qp: &Arc<dyn QueuePair>,
+        limits: ReadLimits,
+        private_data: &[u8],
+    ) -> Result<Overlapped> {
+        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
+        let mut g = self.lock();
+        let State::Incoming(inc) = &g.state else {
+            return fail(Status::CONNECTION_INVALID);
+        };
+        if qp.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        // Accept clamps to min(our capability, what the connecting peer offered): our IRD
+        // covers at most the peer's ORD, our ORD at most the peer's IRD (as tcp).
+        let info = self.shared.info;
+        let ird = limits
+            .inbound
+            .min(info.max_inbound_read_limit)
+            .min(inc.request.ord);
+        let ord = limits
+            .outbound
+            .min(info.max_outbound_read_limit)
+            .min(inc.request.ird);
+        let State::Incoming(inc) = std::mem::replace(&mut g.state, State::Done) else {
+            unreachable!()
+        };
+        let engine = self.shared.engine.clone();
+        let reply = Msg::Accept {
+            ird,
+            ord,
+            private_data: private_data.to_vec(),
+        };
+        if proto::send(&inc.sock, &reply, None).is_err() {
+            return Ok(Overlapped::completed(engine, Status::CONNECTION_ABORTED));
+        }
+        // After Accept, GetReadLimits reports the negotiated limits from our point of view.
+        g.limits = ReadLimits {
+            inbound: ird,
+            outbound: ord,
+        };
+        let (ov, c) = Overlapped::pending(engine);
+        let weak_qp = Arc::downgrade(&qp);
+        c.set_canceller(move || {
+            if let Some(qp) = weak_qp.upgrade() {
+                qp.cancel_accept();
+            }
+        });
+        let link = Link::new(&self.shared.engine, inc.seg, 1, inc.sock, qp.weak())
+            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        qp.establish_passive(link, c)?;
+        g.state = State::Attached(qp);
+        Ok(ov)
+    }
+
+    fn reject(&self, private_data: &[u8]) -> Result<()> {
+        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        let mut g = self.lock();
+        match std::mem::replace(&mut g.state, State::Done) {
+            State::Incoming(inc) => {
+                let _ = proto::send(
+                    &inc.sock,
+                    &Msg::Reject {
+                        private_data: private_data.to_vec(),
+                    },
+                    None,
+                );
+                Ok(())
+            }
+            State::Connected { sock, .. } => {
+                // The active side declines after ACCEPT: closing the socket makes the passive
+                // Accept complete with ND_CONNECTION_REFUSED (D9).
+                drop(sock);
+                Ok(())
+            }
+            other => {
+                g.state = other;
+                fail(Status::CONNECTION_INVALID)
+            }
+        }
+    }
+
+    fn get_read_limits(&self) -> Result<ReadLimits> {
+        let g = self.lock();
+        match g.state {
+            State::Incoming(_) | State::Connected { .. } | State::Attached(_) => Ok(g.limits),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn private_data(&self) -> Result<Vec<u8>> {
+        let g = self.lock();
+        match g.state {
+            State::Incoming(_) | State::Connected { .. } | State::Attached(_) | State::Done => {
+                Ok(g.peer_private_data.clone())
+            }
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn get_local_address(&self) -> Result<SocketAddr> {
+        let g = self.lock();
+        match (&g.state, g.local, &g.bound) {
+            (State::Idle, _, Some((_, a))) => Ok(*a),
+            (State::Idle, _, None) | (State::Done, _, _) => fail(Status::CONNECTION_INVALID),
+            (_, Some(a), _) => Ok(a),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn get_peer_address(&self) -> Result<SocketAddr> {
+        let g = self.lock();
+        match (&g.state, g.peer) {
+            (State::Incoming(_) | State::Connected { .. } | State::Attached(_), Some(p)) => Ok(p),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn notify_disconnect(&self) -> Result<Overlapped> {
+        let g = self.lock();
+        match &g.state {
+            State::Attached(qp) => Ok(qp.notify_disconnect()),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn disconnect(&self) -> Result<Overlapped> {
+        let g = self.lock();
+        match &g.state {
+            State::Attached(qp) => {
+                qp.disconnect();
+                Ok(Overlapped::completed(
+                    self.shared.engine.clone(),
+                    Status::SUCCESS,
+                ))
+            }
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    fn cancel_overlapped_requests(&self) -> Result<()> {
+        let mut g = self.lock();
+        match std::mem::replace(&mut g.state, State::Idle) {
+            State::Connecting { ov, .. } => {
+                // Abandon the attempt (IND2Connector::Connect remarks).
+                ov.complete(Status::CANCELED);
+            }
+            State::Attached(qp) => {
+                qp.cancel_accept();
+                qp.cancel_notify_disconnect();
+                g.state = State::Attached(qp);
+            }
+            other => g.state = other,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! `IND2CompletionQueue` for the `shm` provider: the shared software CQ of the SPI kit, with a
+//! lock-free front for busy pollers.
+//!
+//! `CqCore` keeps the completions and every Notify rule. In front of it, a count of queued
+//! completions and the links of the queue pairs that complete here let an empty poll cost a few
+//! loads: no lock, no reference counting, no syscall. Only when a link has work (a record in the
+//! ring, space for a blocked Send, a peer that closed) is its queue pair driven; only when
+//! something is queued is `CqCore` consulted.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use netdirect_spi::kit::cq::{CqCore, PushKind};
+use netdirect_spi::kit::overlapped::{Driver, Overlapped};
+use netdirect_spi::traits::CompletionQueue;
+use netdirect_spi::{NdResult, NotifyType, Result};
+
+use crate::link::Link;
+
+/// Links polled without a lock; further ones go to the overflow list.
+const FAST_LINKS: usize = 4;
+
+/// A completion queue.
+#[derive(Debug)]
+pub(crate) struct ShmCq {
+    me: Weak<Self>,
+    pub(crate) core: CqCore,
+    /// Completions pushed and not yet taken (an upper bound while a take is in progress).
+    queued: AtomicUsize,
+    fast: [OnceLock<Arc<Link>>; FAST_LINKS],
+    overflow: Mutex<Vec<Arc<Link>>>,
+    has_overflow: std::sync::atomic::AtomicBool,
+}
+
+impl ShmCq {
+    pub(crate) fn new(depth: u32, driver: Arc<dyn Driver>) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            core: CqCore::new(depth, driver),
+            queued: AtomicUsize::new(0),
+            fast: Default::default(),
+            overflow: Mutex::new(Vec::new()),
+            has_overflow: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Queue a completion.
+    pub(crate) fn push(&self, r: NdResult, kind: PushKind) {
+        self.core.push(r, kind);
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
+    /// Poll `link` (the connection of a queue pair completing here) on every empty poll.
+    pub(crate) fn add_link(&self, link: &Arc<Link>) {
+        for slot in &self.fast {
+            if slot.get().is_none() && slot.set(link.clone()).is_ok() {
+                return;
+            }
+        }
+        let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        o.retain(|l| !l.is_closed());
+        o.push(link.clone());
+        self.has_overflow.store(true, Ordering::Release);
+    }
+
+    /// Drive the links that have work; whether any had.
+    fn poll_links(&self) -> bool {
+        let mut work = false;
+        for slot in &self.fast {
+            match slot.get() {
+                Some(l) => work |= l.poll_fast(),
+                None => break,
+            }
+        }
+        if self.has_overflow.load(Ordering::Acquire) {
+            let list: Vec<Arc<Link>> = self
+                .overflow
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            for l in &list {
+                work |= l.poll_fast();
+            }
+        }
+        work
+    }
+
+    /// Recognise one of ours among the SPI objects.
+    pub(crate) fn downcast(cq: &Arc<dyn CompletionQueue>) -> Option<Arc<Self>> {
+        cq.as_any()
+            .downcast_ref::<Self>()
+            .and_then(|c| c.me.upgrade())
+    }
+}
+
+impl CompletionQueue for ShmCq {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn get_results(&self, out: &mut [NdResult]) -> usize {
+        if out.is_empty() {
+            return 0;
+        }
+        if self.queued.load(Ordering::Acquire) == 0 {
+            self.poll_links();
+            if self.queued.load(Ordering::Acquire) == 0 {
+                return 0;
+            }
+        }
+        let n = self.core.get_results(out);
+        if n > 0 {
+            self.queued.fetch_sub(n, Ordering::AcqRel);
+        }
+        n
+    }
+
+    fn notify(&self, ty: NotifyType) -> Result<Overlapped> {
+        Ok(self.core.notify(ty))
+    }
+
+    fn resize(&self, depth: u32) -> Result<()> {
+        self.core.resize(depth)
+    }
+
+    fn get_notify_affinity(&self) -> Result<(u16, usize)> {
+        // No interrupts: notifications are delivered on whichever CPU drives the I/O. Report
+        // every CPU of group 0, the actual affinity (the SPI prefers that to NOT_SUPPORTED).
+        let n = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(usize::BITS as usize);
+        let mask = if n == usize::BITS as usize {
+            usize::MAX
+        } else {
+            (1usize << n) - 1
+        };
+        Ok((0, mask))
+    }
+
+    fn cancel_overlapped_requests(&self) -> Result<()> {
+        self.core.cancel_overlapped_requests();
+        Ok(())
+    }
+}

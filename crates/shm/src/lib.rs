@@ -1,0 +1,208 @@
+//! `shm`: a NetworkDirect v2 provider for peers on the same host, over shared memory.
+//!
+//! Applications reach it through the `netdirect` crate (`ND_PROVIDER=shm`, or
+//! `Provider::open("shm")`). It serves 127.0.0.0/8, `::1` and the host's own addresses with the
+//! same IP:port addressing and the same connection semantics as the `tcp` provider, so an
+//! application switches providers and nothing else.
+//!
+//! # Design
+//!
+//! **Rendezvous** (`proto`, `listener`, `connector`). An ND port is a name in the Linux
+//! *abstract* Unix-socket namespace (`\0netdirect-shm/L4/<port>` for a listener,
+//! `\0netdirect-shm/C4/<port>` for a connector's local port; `L6`/`C6` for IPv6). Abstract names
+//! are not files: they vanish with the last descriptor of their socket, so a crashed process
+//! leaves nothing behind, and a taken name is `EADDRINUSE` (`ND_SHARING_VIOLATION`); port 0
+//! picks a free one in 49152–65535. `Connect` creates the connection's segment with
+//! `memfd_create` (sealed against shrinking and growing), connects a `SOCK_SEQPACKET` socket to
+//! the listener's name and sends a REQUEST (read limits, ring sizes, addresses, private data)
+//! with the memfd attached (`SCM_RIGHTS`). The listener checks the request and the descriptor
+//! (a sealed memfd of exactly the announced size) and hands it to `GetConnectionRequest`;
+//! `Accept` answers ACCEPT (limits clamped as `tcp` clamps them) or `Reject` answers REJECT.
+//! `CompleteConnect` writes an RTR record as the first record of the active side's ring; the
+//! passive `Accept` completes when it arrives. The socket stays open for the connection's life:
+//! end-of-file on it means the peer disconnected or died.
+//!
+//! **Segment** (`segment`). One memfd per connection, mapped by both processes:
+//!
+//! ```text
+//! 0      header line   magic, version, ring sizes (checked once by the passive side)
+//! 64     side 0 line   waiting, closed          (written by the active side only)
+//! 128    side 1 line   waiting, closed          (written by the passive side only)
+//! 256    channel 0     active → passive:  consumer line | N cells × 64 B | D data bytes
+//! ...    channel 1     passive → active:  consumer line | N cells × 64 B | D data bytes
+//! ```
+//!
+//! Defaults: N = 256 cells, D = 512 KiB per direction (`ND_SHM_CELLS`, `ND_SHM_DATA_KIB`,
+//! [`config::VARIABLES`]).
+//!
+//! **Ring protocol** (`ring`). Each channel is a single-producer/single-consumer ring. A record
+//! is one 64-byte cell: a sequence word (the record's position + 1, stored last with Release),
+//! kind and flags, a length, and 48 inline bytes. A message of at most 48 bytes travels inside
+//! its cell, so the receiver's poll of the one cell it expects next brings in the mark and the
+//! data in a single cache-line transfer. Larger messages are CHUNK records whose bytes sit in
+//! the channel's data area at an offset both sides derive from the record lengths (never
+//! exchanged); a message larger than `ND_SHM_CHUNK_KIB` is several chunks, so the receiver
+//! copies the first while the sender writes the next. The consumer gives space back by storing
+//! its positions in its own line; the producer reads them only when its cached copy says
+//! "full". Every index read from shared memory is masked, every length checked against the cell
+//! or the data area, and a record that breaks the protocol terminates the connection.
+//!
+//! **Data path.** A Send of at most 48 bytes with nothing queued ahead is written straight into
+//! the next cell inside `Send` and completes at once (its bytes are in the ring: local
+//! completion, as `tcp` completes a Send once TCP took it). Larger or blocked Sends wait in the
+//! send queue and move into the ring as space frees, driven by whoever polls or waits. The
+//! receiver's `GetResults` drives its queue pairs itself: the CQ (`cq`) keeps, in front of the
+//! kit's `CqCore`, a count of queued completions and the links of its queue pairs, so a poll that
+//! finds nothing costs a few loads (the one cell the ring expects next, and local flags), takes
+//! no lock and touches no reference count; a poll that finds a record takes the queue pair's lock
+//! once, copies the records into the posted Receives in order, with every ND rule of the `tcp`
+//! provider (`ND_DATA_OVERRUN` and termination for a message larger than the Receive, zero-byte
+//! Sends, flush with `ND_CANCELED` on disconnect or peer death), and returns the space. No
+//! syscall happens on this path while both sides poll.
+//!
+//! **Wake-up handshake** (`ring::wake`, `engine`). A thread that blocks (`Overlapped::wait`, a
+//! CQ Notify wait) drives progress itself, then *arms* each connection of its adapter: it sets
+//! its side's `waiting` word, issues a full fence, and re-checks the ring. If nothing is ready
+//! it sleeps in `epoll_wait` on the adapter's descriptor, which holds the connections' sockets.
+//! A side that publishes a record or frees space issues a full fence and reads the peer's
+//! `waiting` word; if set, it sends one WAKE message on the socket. Either the sleeper sees the
+//! change or the changer sees the sleeper (a Dekker handshake, model-checked with loom), so no
+//! wake-up is lost, and a busy-polling peer never pays for one. There is no helper thread.
+//!
+//! **Peer death.** A killed process's descriptors are closed by the kernel: the survivor's
+//! socket reads end-of-file. A sleeping survivor wakes on it at once; a busy-polling one checks
+//! the socket every 4096 idle polls (one `recvmsg`), never on the hot path. Either way it drains
+//! the records the peer had published and flushes the rest with `ND_CANCELED`.
+//!
+//! **Trust.** See "Trust model of the shm provider" in `docs/ARCHITECTURE.md`: a same-host peer
+//! can garble or withhold its own messages and end the connection, but cannot make us read or
+//! write outside the segment, resize it under us, or touch our other connections.
+//!
+//! One-sided operations (Read, Write, memory windows) and shared receive queues are not
+//! implemented yet: `Read`, `Write`, `Bind` and `Invalidate` return `ND_NOT_SUPPORTED` and
+//! `MaxSharedReceiveQueueDepth` is 0. The segment and connection leave room for them (the
+//! REQUEST can carry more parameters, and the connection's socket can carry more descriptors).
+//!
+//! # Model checking
+//!
+//! The ring and the wake-up handshake are checked with loom:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" cargo test -p netdirect-shm --release loom
+//! ```
+//!
+//! Under `--cfg loom` only the ring, its atomics and the models are built (the provider is a
+//! stub), so normal builds never depend on loom.
+
+// `unsafe` appears only in `segment` (the mapping and the ring's memory), `mem` (application
+// memory by address) and the SPI's unsafe post methods, whose contracts the queue pair forwards.
+#![deny(unsafe_op_in_unsafe_fn)]
+// Under `--cfg loom` only the ring and its models are built; the rest of its API is unused.
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
+
+mod ring;
+mod sync;
+
+#[cfg(not(loom))]
+mod adapter;
+#[cfg(not(loom))]
+pub mod config;
+#[cfg(not(loom))]
+mod connector;
+#[cfg(not(loom))]
+mod cq;
+#[cfg(not(loom))]
+mod engine;
+#[cfg(not(loom))]
+mod link;
+#[cfg(not(loom))]
+mod listener;
+#[cfg(not(loom))]
+mod mem;
+#[cfg(not(loom))]
+mod mr;
+#[cfg(not(loom))]
+mod proto;
+#[cfg(not(loom))]
+mod qp;
+#[cfg(not(loom))]
+mod segment;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use netdirect_spi::traits;
+use netdirect_spi::{fail, Result, Status};
+
+#[cfg(not(loom))]
+pub use adapter::ADAPTER_ID;
+
+/// The provider object.
+#[derive(Debug, Default)]
+pub struct ShmProvider;
+
+impl ShmProvider {
+    /// The provider.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+/// Every address of this host (loopback included), with port 0.
+pub(crate) fn local_addresses() -> Result<Vec<SocketAddr>> {
+    let mut v: Vec<SocketAddr> = if_addrs::get_if_addrs()
+        .map_err(|_| netdirect_spi::Error::new(Status::INSUFFICIENT_RESOURCES))?
+        .into_iter()
+        .map(|i| SocketAddr::new(i.ip(), 0))
+        .collect();
+    for lo in [
+        IpAddr::from([127, 0, 0, 1]),
+        IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+    ] {
+        if !v.iter().any(|a| a.ip() == lo) {
+            v.push(SocketAddr::new(lo, 0));
+        }
+    }
+    v.sort_by_key(|a| (a.is_ipv6(), a.ip()));
+    v.dedup();
+    Ok(v)
+}
+
+/// Whether `ip` is served: a local address, or any address in 127.0.0.0/8.
+pub(crate) fn is_local(ip: IpAddr) -> bool {
+    if ip.is_loopback() {
+        return true;
+    }
+    local_addresses().is_ok_and(|l| l.iter().any(|a| a.ip() == ip))
+}
+
+impl traits::Provider for ShmProvider {
+    fn name(&self) -> &'static str {
+        "shm"
+    }
+
+    fn query_address_list(&self) -> Result<Vec<SocketAddr>> {
+        local_addresses()
+    }
+
+    fn resolve_address(&self, addr: &SocketAddr) -> Result<u64> {
+        if is_local(addr.ip()) {
+            #[cfg(not(loom))]
+            return Ok(ADAPTER_ID);
+        }
+        fail(Status::INVALID_ADDRESS)
+    }
+
+    #[cfg(not(loom))]
+    fn open_adapter(&self, adapter_id: u64) -> Result<Arc<dyn traits::Adapter>> {
+        if adapter_id != ADAPTER_ID {
+            return fail(Status::INVALID_PARAMETER);
+        }
+        Ok(adapter::ShmAdapter::open()?)
+    }
+
+    #[cfg(loom)]
+    fn open_adapter(&self, _adapter_id: u64) -> Result<Arc<dyn traits::Adapter>> {
+        fail(Status::NOT_SUPPORTED)
+    }
+}

@@ -1,0 +1,240 @@
+//! One established connection: the mapped segment, the Unix socket kept open for its life, and
+//! the lock-free state that lets a poller or a waiter decide whether the queue pair has work
+//! without taking its lock.
+
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::engine::{Engine, Registered, Source};
+use crate::proto::{self, Msg, Recv};
+use crate::qp::ShmQp;
+use crate::ring::{wake, Consumer, RingMem};
+use crate::segment::{Chan, Segment, SideLine};
+
+/// One connection's shared state.
+pub(crate) struct Link {
+    seg: Segment,
+    /// 0: the active side (created the segment), 1: the passive side.
+    side: usize,
+    /// The socket, in the engine's epoll set until the peer's end-of-file.
+    reg: Mutex<Option<Registered>>,
+    /// The same socket, for sending (kept after it leaves the epoll set).
+    sock: OwnedFd,
+    engine: Arc<Engine>,
+    link_key: AtomicU64,
+    qp: Weak<ShmQp>,
+    /// Mirror of the consumer's next position (for lock-free readiness checks).
+    pub(crate) rx_pos: AtomicU64,
+    /// The next record is a message but no Receive is posted: not ready until one is.
+    pub(crate) rx_stalled: AtomicBool,
+    /// The producer has queued Sends waiting for space; it last saw these tails.
+    pub(crate) tx_blocked: AtomicBool,
+    pub(crate) tx_seen: [AtomicU64; 2],
+    /// End-of-file on the socket: the peer disconnected or died.
+    pub(crate) peer_eof: AtomicBool,
+    /// The local side closed the connection: nothing to wait for any more.
+    closed: AtomicBool,
+    /// Polls that found nothing to do, for the periodic liveness check.
+    pub(crate) idle: AtomicU32,
+}
+
+impl fmt::Debug for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Link")
+            .field("side", &self.side)
+            .field("seg", &self.seg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Link {
+    /// Adopt a connected socket and a mapped segment for queue pair `qp`.
+    pub(crate) fn new(
+        engine: &Arc<Engine>,
+        seg: Segment,
+        side: usize,
+        sock: OwnedFd,
+        qp: Weak<ShmQp>,
+    ) -> std::io::Result<Arc<Self>> {
+        let send = sock.try_clone()?;
+        let link = Arc::new_cyclic(|me: &Weak<Self>| {
+            let src: Weak<dyn Source> = me.clone();
+            let reg = engine.register(sock, src).ok();
+            Self {
+                seg,
+                side,
+                reg: Mutex::new(reg),
+                sock: send,
+                engine: engine.clone(),
+                link_key: AtomicU64::new(u64::MAX),
+                qp,
+                rx_pos: AtomicU64::new(0),
+                rx_stalled: AtomicBool::new(false),
+                tx_blocked: AtomicBool::new(false),
+                tx_seen: [AtomicU64::new(0), AtomicU64::new(0)],
+                peer_eof: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
+                idle: AtomicU32::new(0),
+            }
+        });
+        if link.reg.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+            return Err(std::io::ErrorKind::Other.into());
+        }
+        let key = engine.add_link(Arc::downgrade(&link));
+        link.link_key.store(key as u64, Ordering::Release);
+        if engine.fd_exported() {
+            link.arm();
+        }
+        Ok(link)
+    }
+
+    /// Our outgoing channel.
+    pub(crate) fn tx(&self) -> Chan<'_> {
+        self.seg.chan(self.side)
+    }
+
+    /// Our incoming channel.
+    pub(crate) fn rx(&self) -> Chan<'_> {
+        self.seg.chan(1 - self.side)
+    }
+
+    fn me(&self) -> &SideLine {
+        self.seg.side(self.side)
+    }
+
+    fn peer(&self) -> &SideLine {
+        self.seg.side(1 - self.side)
+    }
+
+    /// The peer set its `closed` word (Acquire: every record it published before is visible).
+    pub(crate) fn peer_closed(&self) -> bool {
+        self.peer().closed.load(Ordering::Acquire) != 0
+    }
+
+    /// We changed something the peer may be asleep waiting for: wake it if it sleeps.
+    pub(crate) fn wake_peer(&self) {
+        if wake::peer_sleeps(&self.peer().waiting) {
+            // A full socket already holds a WAKE the peer has not read: nothing lost.
+            let _ = proto::send(&self.sock, &Msg::Wake, None);
+        }
+    }
+
+    /// Whether the queue pair has something to do (lock-free).
+    pub(crate) fn has_work(&self) -> bool {
+        let rx = self.rx();
+        (!self.rx_stalled.load(Ordering::Acquire)
+            && Consumer::ready_at(&rx, self.rx_pos.load(Ordering::Relaxed)))
+            || (self.tx_blocked.load(Ordering::Acquire) && self.tails_moved())
+            || self.peer_closed()
+            || self.peer_eof.load(Ordering::Acquire)
+    }
+
+    fn tails_moved(&self) -> bool {
+        let tx = self.tx();
+        tx.tail().load(Ordering::Acquire) != self.tx_seen[0].load(Ordering::Relaxed)
+            || tx.data_tail().load(Ordering::Acquire) != self.tx_seen[1].load(Ordering::Relaxed)
+    }
+
+    /// About to sleep: set our `waiting` word, then report whether there is work already.
+    pub(crate) fn arm(&self) -> bool {
+        if self.closed.load(Ordering::Acquire) {
+            return false;
+        }
+        wake::arm(&self.me().waiting);
+        self.has_work()
+    }
+
+    /// Awake again.
+    pub(crate) fn disarm(&self) {
+        wake::disarm(&self.me().waiting);
+    }
+
+    /// Read what the socket holds: WAKE messages are dropped, end-of-file marks the peer gone
+    /// (and takes the socket out of the epoll set, where it would stay readable for ever).
+    /// Returns whether the peer is gone.
+    pub(crate) fn service_socket(&self) -> bool {
+        if self.peer_eof.load(Ordering::Acquire) {
+            return true;
+        }
+        for _ in 0..64 {
+            match proto::recv(&self.sock) {
+                Recv::Msg(..) => {}
+                Recv::Empty => return false,
+                Recv::Eof => {
+                    self.peer_eof.store(true, Ordering::Release);
+                    if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        drop(r.into_inner());
+                    }
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether the local side closed the connection.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// A busy poller's check: drive the queue pair only if it has work (or the periodic
+    /// liveness check found the peer gone). Whether it was driven.
+    pub(crate) fn poll_fast(&self) -> bool {
+        if self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !self.has_work() {
+            let n = self.idle.load(Ordering::Relaxed).wrapping_add(1);
+            self.idle.store(n, Ordering::Relaxed);
+            if n % crate::qp::LIVENESS_POLLS != 0 || !self.service_socket() {
+                return false;
+            }
+        }
+        match self.qp.upgrade() {
+            Some(qp) => {
+                qp.progress_now();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drive the queue pair (the engine's progress).
+    pub(crate) fn progress(&self) {
+        if let Some(qp) = self.qp.upgrade() {
+            qp.poll();
+        }
+    }
+
+    /// The local side closes: tell the peer (its `closed` word, then end-of-file on the
+    /// socket, which also wakes it if it sleeps) and stop arming.
+    pub(crate) fn close_local(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.me().closed.store(1, Ordering::Release);
+        let _ = rustix::net::shutdown(&self.sock, rustix::net::Shutdown::Write);
+        self.disarm();
+        if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            drop(r.into_inner());
+        }
+        self.engine
+            .remove_link(self.link_key.load(Ordering::Acquire) as usize);
+    }
+}
+
+impl Source for Link {
+    fn on_ready(&self) {
+        self.service_socket();
+        self.progress();
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.engine
+            .remove_link(self.link_key.load(Ordering::Acquire) as usize);
+    }
+}

@@ -1,0 +1,149 @@
+//! Application memory, by address: the pieces of a posted request as the ring copies them.
+//!
+//! Every segment here passed the registration checks of `netdirect_spi::kit::mr` (token, bounds,
+//! rights) against a live registration when the request was posted, and the registration is
+//! held with the request, so the memory outlives it. The application promised, when it
+//! registered the memory (`MemoryRegion::register` is `unsafe`) and when it posted the request
+//! (the posts are `unsafe`), that nothing else touches the memory until the request completes.
+//! Those promises are what make the `Gather`/`Scatter` implementations below sound.
+
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+
+use netdirect_spi::kit::mr::Registration;
+
+use crate::ring::{Gather, Scatter};
+
+/// One checked scatter/gather element: an absolute address range, and the registration that
+/// keeps its memory alive while the request is in flight.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Seg {
+    pub(crate) addr: u64,
+    pub(crate) len: u32,
+    pub(crate) reg: Option<Arc<Registration>>,
+}
+
+/// The checked segments of one request, seen as one message.
+#[derive(Debug)]
+pub(crate) struct Segs<'a>(pub(crate) &'a [Seg]);
+
+fn walk(segs: &[Seg], off: u64, len: usize, mut f: impl FnMut(u64, usize)) {
+    let mut base = 0u64;
+    let mut left = len;
+    let mut pos = off;
+    for s in segs {
+        if left == 0 {
+            break;
+        }
+        let end = base + u64::from(s.len);
+        if pos < end {
+            let n = ((end - pos) as usize).min(left);
+            f(s.addr + (pos - base), n);
+            left -= n;
+            pos += n as u64;
+        }
+        base = end;
+    }
+}
+
+// SAFETY: each piece lies inside a segment checked for local read against a live registration
+// at post time (the registration is held by the queued request), and the message offsets handed
+// in never exceed the request's total length, which is the sum of the segment lengths.
+unsafe impl Gather for Segs<'_> {
+    fn pieces(&self, off: u64, len: usize, mut f: impl FnMut(*const u8, usize)) {
+        walk(self.0, off, len, |a, n| f(a as usize as *const u8, n));
+    }
+}
+
+// SAFETY: as above, with segments checked for local write; the caller asks only for ranges
+// inside the Receive's total length (checked against the incoming message first), and the
+// poster promised not to touch the memory until the Receive completes.
+unsafe impl Scatter for Segs<'_> {
+    fn pieces(&mut self, off: u64, len: usize, mut f: impl FnMut(*mut u8, usize)) {
+        walk(self.0, off, len, |a, n| f(a as usize as *mut u8, n));
+    }
+}
+
+/// Bytes captured at post time (`INLINE` Sends that had to wait for ring space).
+#[derive(Debug)]
+pub(crate) struct Owned<'a>(pub(crate) &'a [u8]);
+
+// SAFETY: pieces of a borrowed slice, within its bounds.
+unsafe impl Gather for Owned<'_> {
+    fn pieces(&self, off: u64, len: usize, mut f: impl FnMut(*const u8, usize)) {
+        let off = (off as usize).min(self.0.len());
+        let len = len.min(self.0.len() - off);
+        f(self.0[off..off + len].as_ptr(), len);
+    }
+}
+
+/// Copy `len` bytes from application memory at `addr` into a vector (an `INLINE` request's
+/// data, captured at post time).
+///
+/// # Safety
+/// `addr..addr + len` is readable (the poster's contract for `INLINE` data).
+pub(crate) unsafe fn capture(sge: &[netdirect_spi::Sge], out: &mut Vec<u8>) {
+    out.clear();
+    for s in sge {
+        if s.buffer_length == 0 {
+            continue;
+        }
+        // SAFETY: the caller's contract: each SGE names readable memory.
+        let b = unsafe { std::slice::from_raw_parts(s.buffer, s.buffer_length as usize) };
+        out.extend_from_slice(b);
+    }
+}
+
+/// The SGEs of an `INLINE` request, read during the post call only (their tokens are not
+/// checked: ND lets them be anything for inline data).
+#[derive(Debug)]
+pub(crate) struct InlineSges<'a>(&'a [netdirect_spi::Sge]);
+
+impl<'a> InlineSges<'a> {
+    /// # Safety
+    /// Every SGE names memory readable for the lifetime of the value (the poster's contract
+    /// for `INLINE` data, which holds during the post call).
+    pub(crate) unsafe fn new(sge: &'a [netdirect_spi::Sge]) -> Self {
+        Self(sge)
+    }
+}
+
+// SAFETY: `InlineSges::new`'s contract makes every SGE readable; pieces stay inside them.
+unsafe impl Gather for InlineSges<'_> {
+    fn pieces(&self, off: u64, len: usize, mut f: impl FnMut(*const u8, usize)) {
+        let mut base = 0u64;
+        let mut left = len;
+        let mut pos = off;
+        for s in self.0 {
+            if left == 0 {
+                break;
+            }
+            let end = base + u64::from(s.buffer_length);
+            if pos < end {
+                let n = ((end - pos) as usize).min(left);
+                f(s.buffer.wrapping_add((pos - base) as usize), n);
+                left -= n;
+                pos += n as u64;
+            }
+            base = end;
+        }
+    }
+}
+
+/// The source of a queued Send: captured bytes or checked segments.
+#[derive(Debug)]
+pub(crate) enum Src<'a> {
+    Owned(Owned<'a>),
+    Segs(Segs<'a>),
+}
+
+// SAFETY: delegates to the two sound implementations above.
+unsafe impl Gather for Src<'_> {
+    fn pieces(&self, off: u64, len: usize, f: impl FnMut(*const u8, usize)) {
+        match self {
+            Self::Owned(o) => o.pieces(off, len, f),
+            Self::Segs(s) => s.pieces(off, len, f),
+        }
+    }
+}

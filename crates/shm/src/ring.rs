@@ -1,0 +1,736 @@
+//! The single-producer/single-consumer ring of one direction of a connection.
+//!
+//! A direction is an array of `N` 64-byte *cells* (one cache line each) and a *data area* of `D`
+//! bytes, both powers of two, plus one line the consumer writes (`tail`, `data_tail`). Positions
+//! are absolute 64-bit counters; a cell or data offset is a position masked by `N - 1` or
+//! `D - 1`, so no value read from shared memory is ever used as an address without a mask.
+//!
+//! A cell holds one *record*:
+//!
+//! ```text
+//! 0   seq    u32  (position + 1) as u32, stored last with Release: the record is complete
+//! 4   word   u32  kind (MSG, CHUNK, RTR) | flags << 8 (SOLICITED, FIRST, LAST)
+//! 8   len    u32  MSG: inline bytes (≤ 48); CHUNK: bytes in the data area
+//! 12  total  u32  CHUNK with FIRST: the whole message's length
+//! 16  inline [u8; 48]
+//! ```
+//!
+//! The consumer polls only the cell it expects next: one cache line carries both the "ready"
+//! mark (the sequence number) and, for a message of at most [`INLINE_MAX`] bytes, the data —
+//! one cache-line transfer per small message, as in a raw flag ping-pong. Every cell is written
+//! once per lap, so a stale cell holds the sequence number of the previous lap (or 0 before the
+//! first) and can never be mistaken for the next record; application data never lands in a
+//! sequence word.
+//!
+//! Larger messages travel as CHUNK records whose bytes sit in the data area at the next free
+//! offset (rounded up to 64 bytes so two records never share a line; a chunk may wrap around
+//! the end of the area). Both sides derive that offset from the record lengths, so the offset
+//! itself is never exchanged. A message larger than a chunk is several CHUNK records (FIRST on
+//! the first, which carries the total, LAST on the last), which lets the consumer copy out the
+//! first chunk while the producer fills the next.
+//!
+//! The consumer returns space by storing its positions in `tail`/`data_tail` (Release); the
+//! producer reads them (Acquire) only when its cached copy says the ring is full. A tail that
+//! is ahead of the head or more than a ring behind is a protocol violation.
+
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// Bytes per cell.
+pub(crate) const CELL: usize = 64;
+/// Offset of the inline bytes in a cell.
+pub(crate) const INLINE_OFF: usize = 16;
+/// Most bytes a message may carry inline in its cell.
+pub(crate) const INLINE_MAX: usize = CELL - INLINE_OFF;
+/// Data-area allocations are rounded up to this.
+pub(crate) const DATA_ALIGN: u64 = 64;
+
+/// Record kinds.
+pub(crate) mod kind {
+    /// A whole message, inline.
+    pub(crate) const MSG: u8 = 1;
+    /// Part (or all) of a message, in the data area.
+    pub(crate) const CHUNK: u8 = 2;
+    /// Ready to receive: the active side's first record, which completes the passive Accept.
+    pub(crate) const RTR: u8 = 3;
+}
+
+/// Record flags.
+pub(crate) mod flag {
+    /// The Send carried `SEND_AND_SOLICIT_EVENT`.
+    pub(crate) const SOLICITED: u8 = 1;
+    /// First chunk of a message (`total` is valid).
+    pub(crate) const FIRST: u8 = 2;
+    /// Last chunk of a message.
+    pub(crate) const LAST: u8 = 4;
+}
+
+/// The header of one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub(crate) kind: u8,
+    pub(crate) flags: u8,
+    pub(crate) len: u32,
+    pub(crate) total: u32,
+}
+
+/// The peer broke the ring protocol (or wrote garbage into the segment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Violation;
+
+/// The shared memory of one direction. Implemented over the mapped segment, and over plain
+/// heap memory with loom's atomics for the models.
+pub(crate) trait RingMem {
+    /// Number of cells (a power of two).
+    fn cells(&self) -> u32;
+    /// Size of the data area (a power of two).
+    fn data_len(&self) -> u64;
+    /// The sequence word of cell `i` (`i < cells()`).
+    fn seq(&self, i: u32) -> &AtomicU32;
+    /// The other header words of cell `i`: word, len, total.
+    fn meta(&self, i: u32) -> [&AtomicU32; 3];
+    /// Cells consumed (written by the consumer).
+    fn tail(&self) -> &AtomicU64;
+    /// Data bytes consumed (written by the consumer).
+    fn data_tail(&self) -> &AtomicU64;
+    /// Copy `len` bytes from `src` into cell `i`'s inline area at `off`.
+    ///
+    /// # Safety
+    /// `off + len <= INLINE_MAX`; `src` is readable for `len` bytes; the caller is the producer
+    /// and the cell is not yet published.
+    unsafe fn write_inline(&self, i: u32, off: usize, src: *const u8, len: usize);
+    /// Copy `len` bytes of cell `i`'s inline area at `off` to `dst`.
+    ///
+    /// # Safety
+    /// `off + len <= INLINE_MAX`; `dst` is writable for `len` bytes; the caller is the consumer
+    /// and has seen the cell published.
+    unsafe fn read_inline(&self, i: u32, off: usize, dst: *mut u8, len: usize);
+    /// Copy `len` bytes from `src` into the data area at offset `at`.
+    ///
+    /// # Safety
+    /// `at + len <= data_len()`; `src` readable; the range is free (producer side).
+    unsafe fn write_data(&self, at: u64, src: *const u8, len: usize);
+    /// Copy `len` bytes of the data area at offset `at` to `dst`.
+    ///
+    /// # Safety
+    /// `at + len <= data_len()`; `dst` writable; the range was published (consumer side).
+    unsafe fn read_data(&self, at: u64, dst: *mut u8, len: usize);
+}
+
+/// Where the bytes of an outgoing message come from: in order, as raw pieces.
+///
+/// # Safety
+/// Every piece handed to `f` must be readable for its length for the duration of the call, and
+/// the pieces for `off..off + len` must add up to exactly `len` bytes.
+pub(crate) unsafe trait Gather {
+    /// Call `f` with the pieces that make up message bytes `off..off + len`, in order.
+    fn pieces(&self, off: u64, len: usize, f: impl FnMut(*const u8, usize));
+}
+
+/// Where the bytes of an incoming message go.
+///
+/// # Safety
+/// Every piece handed to `f` must be writable for its length, not aliased by any reference,
+/// and the pieces for `off..off + len` must add up to at most `len` bytes.
+pub(crate) unsafe trait Scatter {
+    /// Call `f` with the writable pieces for message bytes `off..off + len`, in order.
+    fn pieces(&mut self, off: u64, len: usize, f: impl FnMut(*mut u8, usize));
+}
+
+fn seq_of(pos: u64) -> u32 {
+    (pos as u32).wrapping_add(1)
+}
+
+fn round_up(len: u64) -> u64 {
+    (len + DATA_ALIGN - 1) & !(DATA_ALIGN - 1)
+}
+
+/// The producer's private state (never in shared memory).
+#[derive(Debug, Default)]
+pub(crate) struct Producer {
+    head: u64,
+    cached_tail: u64,
+    data_head: u64,
+    cached_data_tail: u64,
+}
+
+impl Producer {
+    /// Whether a record using `data` bytes of the data area fits now; refreshes the cached
+    /// tails from shared memory only when the cached ones say no.
+    pub(crate) fn has_room<M: RingMem>(&mut self, m: &M, data: u64) -> Result<bool, Violation> {
+        let n = u64::from(m.cells());
+        let d = m.data_len();
+        let need = round_up(data);
+        if self.head - self.cached_tail < n && self.data_head + need - self.cached_data_tail <= d {
+            return Ok(true);
+        }
+        let t = m.tail().load(Ordering::Acquire);
+        let dt = m.data_tail().load(Ordering::Acquire);
+        if t > self.head || self.head - t > n || dt > self.data_head || self.data_head - dt > d {
+            return Err(Violation);
+        }
+        self.cached_tail = t;
+        self.cached_data_tail = dt;
+        Ok(self.head - t < n && self.data_head + need - dt <= d)
+    }
+
+    /// The (tail, data tail) the producer last saw: a blocked producer may retry once they move.
+    pub(crate) fn seen_tails(&self) -> (u64, u64) {
+        (self.cached_tail, self.cached_data_tail)
+    }
+
+    /// Publish a record whose inline bytes come from `src` (message bytes `off..off + len`,
+    /// at most [`INLINE_MAX`]). The caller checked [`Producer::has_room`] for 0 data bytes.
+    pub(crate) fn push_inline<M: RingMem, G: Gather>(
+        &mut self,
+        m: &M,
+        kind: u8,
+        flags: u8,
+        src: &G,
+        off: u64,
+        len: usize,
+    ) {
+        debug_assert!(len <= INLINE_MAX);
+        let i = (self.head as u32) & (m.cells() - 1);
+        let mut at = 0;
+        src.pieces(off, len, |p, n| {
+            // SAFETY: `Gather`'s contract: readable pieces adding up to `len` ≤ INLINE_MAX
+            // bytes; the cell is ours until the sequence word is stored below.
+            unsafe { m.write_inline(i, at, p, n) };
+            at += n;
+        });
+        self.publish(m, i, kind, flags, len as u32, 0);
+    }
+
+    /// Publish a CHUNK record carrying message bytes `off..off + len` in the data area. The
+    /// caller checked [`Producer::has_room`] for `len` bytes (`len <= data_len()`).
+    pub(crate) fn push_chunk<M: RingMem, G: Gather>(
+        &mut self,
+        m: &M,
+        flags: u8,
+        total: u32,
+        src: &G,
+        off: u64,
+        len: usize,
+    ) {
+        let i = (self.head as u32) & (m.cells() - 1);
+        let d = m.data_len();
+        let mut pos = self.data_head;
+        src.pieces(off, len, |mut p, mut n| {
+            while n > 0 {
+                let at = pos & (d - 1);
+                let k = (n as u64).min(d - at) as usize;
+                // SAFETY: `at + k <= d`; the range lies in the space `has_room` reserved; `p`
+                // is readable for `n` bytes (`Gather`).
+                unsafe { m.write_data(at, p, k) };
+                // SAFETY: `k <= n`, inside the piece.
+                p = unsafe { p.add(k) };
+                n -= k;
+                pos += k as u64;
+            }
+        });
+        self.data_head += round_up(len as u64);
+        self.publish(m, i, kind::CHUNK, flags, len as u32, total);
+    }
+
+    fn publish<M: RingMem>(&mut self, m: &M, i: u32, kind: u8, flags: u8, len: u32, total: u32) {
+        let [word, l, t] = m.meta(i);
+        word.store(u32::from(kind) | (u32::from(flags) << 8), Ordering::Relaxed);
+        l.store(len, Ordering::Relaxed);
+        t.store(total, Ordering::Relaxed);
+        m.seq(i).store(seq_of(self.head), Ordering::Release);
+        self.head += 1;
+    }
+}
+
+/// The consumer's private state (never in shared memory).
+#[derive(Debug, Default)]
+pub(crate) struct Consumer {
+    pos: u64,
+    data_pos: u64,
+}
+
+impl Consumer {
+    /// The next expected position (mirrored for lock-free readiness checks).
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Whether the record at `pos` has been published (one Acquire load).
+    pub(crate) fn ready_at<M: RingMem>(m: &M, pos: u64) -> bool {
+        let i = (pos as u32) & (m.cells() - 1);
+        m.seq(i).load(Ordering::Acquire) == seq_of(pos)
+    }
+
+    /// The next record, if published, checked for shape: known kind, inline length within the
+    /// cell, chunk length within the data area.
+    pub(crate) fn peek<M: RingMem>(&self, m: &M) -> Result<Option<Record>, Violation> {
+        let i = (self.pos as u32) & (m.cells() - 1);
+        if m.seq(i).load(Ordering::Acquire) != seq_of(self.pos) {
+            return Ok(None);
+        }
+        let [word, l, t] = m.meta(i);
+        let w = word.load(Ordering::Relaxed);
+        let r = Record {
+            kind: w as u8,
+            flags: (w >> 8) as u8,
+            len: l.load(Ordering::Relaxed),
+            total: t.load(Ordering::Relaxed),
+        };
+        let ok = match r.kind {
+            kind::MSG => r.len as usize <= INLINE_MAX,
+            kind::CHUNK => u64::from(r.len) <= m.data_len(),
+            kind::RTR => true,
+            _ => false,
+        };
+        if ok {
+            Ok(Some(r))
+        } else {
+            Err(Violation)
+        }
+    }
+
+    /// Copy the inline bytes of the current record (`len` of them, as peeked) into `dst` at
+    /// message offset `off`.
+    pub(crate) fn read_inline<M: RingMem, S: Scatter>(
+        &self,
+        m: &M,
+        len: usize,
+        dst: &mut S,
+        off: u64,
+    ) {
+        let len = len.min(INLINE_MAX);
+        let i = (self.pos as u32) & (m.cells() - 1);
+        let mut at = 0;
+        dst.pieces(off, len, |p, n| {
+            let n = n.min(INLINE_MAX - at);
+            // SAFETY: `at + n <= INLINE_MAX`; the cell was published (peeked); `p` is
+            // writable for `n` bytes (`Scatter`).
+            unsafe { m.read_inline(i, at, p, n) };
+            at += n;
+        });
+    }
+
+    /// Copy the data-area bytes of the current CHUNK record (`len`, as peeked, ≤ data_len)
+    /// into `dst` at message offset `off`, and account them.
+    pub(crate) fn read_chunk<M: RingMem, S: Scatter>(
+        &mut self,
+        m: &M,
+        len: usize,
+        dst: &mut S,
+        off: u64,
+    ) {
+        let d = m.data_len();
+        let len = (len as u64).min(d) as usize;
+        let mut pos = self.data_pos;
+        let mut left = len;
+        dst.pieces(off, len, |mut p, n| {
+            let mut n = n.min(left);
+            left -= n;
+            while n > 0 {
+                let at = pos & (d - 1);
+                let k = (n as u64).min(d - at) as usize;
+                // SAFETY: `at + k <= d`; published bytes of the current record; `p` writable
+                // for `n` bytes (`Scatter`).
+                unsafe { m.read_data(at, p, k) };
+                // SAFETY: inside the piece.
+                p = unsafe { p.add(k) };
+                n -= k;
+                pos += k as u64;
+            }
+        });
+        self.data_pos += round_up(len as u64);
+    }
+
+    /// Move past the current record.
+    pub(crate) fn advance(&mut self) {
+        self.pos += 1;
+    }
+
+    /// Give the space of every consumed record back to the producer.
+    pub(crate) fn release<M: RingMem>(&self, m: &M) {
+        m.data_tail().store(self.data_pos, Ordering::Release);
+        m.tail().store(self.pos, Ordering::Release);
+    }
+}
+
+/// The wake-up handshake: a side about to sleep sets its `waiting` word and then re-checks
+/// its condition; a side that changed something the other may be waiting for (published a
+/// record, freed space, closed) checks the other's `waiting` word afterwards. The two full
+/// fences make it a Dekker handshake: either the sleeper sees the change or the changer sees
+/// the sleeper, so a wake-up is never lost (checked by the loom models below).
+pub(crate) mod wake {
+    use crate::sync::{fence, AtomicU32, Ordering};
+
+    /// Announce that this side is about to sleep. The caller re-checks its condition next.
+    pub(crate) fn arm(waiting: &AtomicU32) {
+        waiting.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// This side is awake again (busy-polling sides never set the word, so their peers never
+    /// pay for a wake-up).
+    pub(crate) fn disarm(waiting: &AtomicU32) {
+        waiting.store(0, Ordering::Relaxed);
+    }
+
+    /// After a change the peer may wait for: whether the peer must be woken.
+    pub(crate) fn peer_sleeps(peer_waiting: &AtomicU32) -> bool {
+        fence(Ordering::SeqCst);
+        peer_waiting.load(Ordering::Relaxed) != 0
+    }
+}
+
+#[cfg(loom)]
+pub(crate) mod loom_mem {
+    //! Heap-backed ring memory for the loom models: loom atomics for the control words, one
+    //! loom `UnsafeCell` per inline area and per 64-byte data block, so loom flags any data race
+    //! between the producer's writes and the consumer's reads.
+
+    use super::{RingMem, CELL, INLINE_MAX};
+    use crate::sync::{AtomicU32, AtomicU64};
+    use loom::cell::UnsafeCell;
+
+    pub(crate) struct Mem {
+        seq: Vec<AtomicU32>,
+        meta: Vec<[AtomicU32; 3]>,
+        inline: Vec<UnsafeCell<[u8; INLINE_MAX]>>,
+        data: Vec<UnsafeCell<[u8; CELL]>>,
+        tail: AtomicU64,
+        data_tail: AtomicU64,
+    }
+
+    impl Mem {
+        pub(crate) fn new(cells: u32, data: u64) -> Self {
+            Self {
+                seq: (0..cells).map(|_| AtomicU32::new(0)).collect(),
+                meta: (0..cells)
+                    .map(|_| [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)])
+                    .collect(),
+                inline: (0..cells)
+                    .map(|_| UnsafeCell::new([0; INLINE_MAX]))
+                    .collect(),
+                data: (0..data / CELL as u64)
+                    .map(|_| UnsafeCell::new([0; CELL]))
+                    .collect(),
+                tail: AtomicU64::new(0),
+                data_tail: AtomicU64::new(0),
+            }
+        }
+    }
+
+    impl RingMem for Mem {
+        fn cells(&self) -> u32 {
+            self.seq.len() as u32
+        }
+        fn data_len(&self) -> u64 {
+            (self.data.len() * CELL) as u64
+        }
+        fn seq(&self, i: u32) -> &AtomicU32 {
+            &self.seq[i as usize]
+        }
+        fn meta(&self, i: u32) -> [&AtomicU32; 3] {
+            let m = &self.meta[i as usize];
+            [&m[0], &m[1], &m[2]]
+        }
+        fn tail(&self) -> &AtomicU64 {
+            &self.tail
+        }
+        fn data_tail(&self) -> &AtomicU64 {
+            &self.data_tail
+        }
+        unsafe fn write_inline(&self, i: u32, off: usize, src: *const u8, len: usize) {
+            self.inline[i as usize].with_mut(|p| {
+                // SAFETY: caller contract (bounds, ownership of the cell).
+                unsafe { std::ptr::copy_nonoverlapping(src, (p as *mut u8).add(off), len) }
+            });
+        }
+        unsafe fn read_inline(&self, i: u32, off: usize, dst: *mut u8, len: usize) {
+            self.inline[i as usize].with(|p| {
+                // SAFETY: caller contract.
+                unsafe { std::ptr::copy_nonoverlapping((p as *const u8).add(off), dst, len) }
+            });
+        }
+        unsafe fn write_data(&self, at: u64, src: *const u8, len: usize) {
+            let mut done = 0;
+            while done < len {
+                let pos = at as usize + done;
+                let (b, o) = (pos / CELL, pos % CELL);
+                let n = (CELL - o).min(len - done);
+                self.data[b].with_mut(|p| {
+                    // SAFETY: caller contract.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(src.add(done), (p as *mut u8).add(o), n)
+                    }
+                });
+                done += n;
+            }
+        }
+        unsafe fn read_data(&self, at: u64, dst: *mut u8, len: usize) {
+            let mut done = 0;
+            while done < len {
+                let pos = at as usize + done;
+                let (b, o) = (pos / CELL, pos % CELL);
+                let n = (CELL - o).min(len - done);
+                self.data[b].with(|p| {
+                    // SAFETY: caller contract.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping((p as *const u8).add(o), dst.add(done), n)
+                    }
+                });
+                done += n;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    //! `RUSTFLAGS="--cfg loom" cargo test -p netdirect-shm --release loom`
+
+    use super::loom_mem::Mem;
+    use super::*;
+    use loom::sync::{Arc, Condvar, Mutex};
+
+    struct Bytes(Vec<u8>);
+    // SAFETY: pieces of an owned vector.
+    unsafe impl Gather for Bytes {
+        fn pieces(&self, off: u64, len: usize, mut f: impl FnMut(*const u8, usize)) {
+            let off = off as usize;
+            // Two pieces, to exercise gathering.
+            let mid = off + len / 2;
+            f(self.0[off..mid].as_ptr(), mid - off);
+            f(self.0[mid..off + len].as_ptr(), off + len - mid);
+        }
+    }
+    struct Sink(Vec<u8>);
+    // SAFETY: pieces of an owned vector.
+    unsafe impl Scatter for Sink {
+        fn pieces(&mut self, off: u64, len: usize, mut f: impl FnMut(*mut u8, usize)) {
+            let off = off as usize;
+            f(self.0[off..off + len].as_mut_ptr(), len);
+        }
+    }
+
+    fn msg(k: u8, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| k.wrapping_mul(31).wrapping_add(i as u8))
+            .collect()
+    }
+
+    /// Pop one whole message (inline or chunked); None if nothing is published yet.
+    fn pop(c: &mut Consumer, m: &Mem, cur: &mut Option<(Sink, u64, u32)>) -> Option<Vec<u8>> {
+        loop {
+            let r = c.peek(m).expect("well-formed")?;
+            match r.kind {
+                kind::MSG => {
+                    let mut s = Sink(vec![0; r.len as usize]);
+                    c.read_inline(m, r.len as usize, &mut s, 0);
+                    c.advance();
+                    c.release(m);
+                    return Some(s.0);
+                }
+                kind::CHUNK => {
+                    if r.flags & flag::FIRST != 0 {
+                        *cur = Some((Sink(vec![0; r.total as usize]), 0, r.total));
+                    }
+                    let (sink, pos, total) = cur.as_mut().expect("FIRST came first");
+                    c.read_chunk(m, r.len as usize, sink, *pos);
+                    *pos += u64::from(r.len);
+                    c.advance();
+                    c.release(m);
+                    if r.flags & flag::LAST != 0 {
+                        assert_eq!(*pos, u64::from(*total));
+                        return Some(cur.take().expect("present").0 .0);
+                    }
+                }
+                _ => panic!("unexpected kind"),
+            }
+        }
+    }
+
+    /// Push a message, inline or as chunks of `chunk` bytes, spinning (yielding) for room.
+    fn push(p: &mut Producer, m: &Mem, data: &[u8], chunk: usize) {
+        let src = Bytes(data.to_vec());
+        if data.len() <= INLINE_MAX {
+            while !p.has_room(m, 0).expect("sane tails") {
+                loom::thread::yield_now();
+            }
+            p.push_inline(m, kind::MSG, 0, &src, 0, data.len());
+            return;
+        }
+        let mut off = 0;
+        while off < data.len() {
+            let n = chunk.min(data.len() - off);
+            while !p.has_room(m, n as u64).expect("sane tails") {
+                loom::thread::yield_now();
+            }
+            let mut f = 0;
+            if off == 0 {
+                f |= flag::FIRST;
+            }
+            if off + n == data.len() {
+                f |= flag::LAST;
+            }
+            p.push_chunk(m, f, data.len() as u32, &src, off as u64, n);
+            off += n;
+        }
+    }
+
+    /// Explore every interleaving with at most `PREEMPTIONS` forced preemptions (the usual
+    /// bound: it keeps the spin-and-yield loops finite while covering the races that matter).
+    const PREEMPTIONS: usize = 3;
+
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(PREEMPTIONS);
+        b.check(f);
+    }
+
+    /// Inline messages through a 2-cell ring: order, content, and no data race on the cells.
+    #[test]
+    fn loom_ring_inline() {
+        model(|| {
+            let m = Arc::new(Mem::new(2, 128));
+            let m2 = m.clone();
+            let t = loom::thread::spawn(move || {
+                let mut p = Producer::default();
+                for k in 0..3u8 {
+                    push(&mut p, &m2, &msg(k, 8), 64);
+                }
+            });
+            let mut c = Consumer::default();
+            let mut cur = None;
+            for k in 0..3u8 {
+                let got = loop {
+                    if let Some(v) = pop(&mut c, &m, &mut cur) {
+                        break v;
+                    }
+                    loom::thread::yield_now();
+                };
+                assert_eq!(got, msg(k, 8));
+            }
+            t.join().unwrap();
+        });
+    }
+
+    /// Chunked messages through a 128-byte data area: the second message's last chunk wraps
+    /// around its end, so it can only be written once the first message was consumed.
+    #[test]
+    fn loom_ring_chunks_wrap() {
+        model(|| {
+            let m = Arc::new(Mem::new(2, 128));
+            let m2 = m.clone();
+            let t = loom::thread::spawn(move || {
+                let mut p = Producer::default();
+                push(&mut p, &m2, &msg(1, 60), 64);
+                push(&mut p, &m2, &msg(2, 100), 64);
+            });
+            let mut c = Consumer::default();
+            let mut cur = None;
+            for (k, len) in [(1u8, 60usize), (2, 100)] {
+                let got = loop {
+                    if let Some(v) = pop(&mut c, &m, &mut cur) {
+                        break v;
+                    }
+                    loom::thread::yield_now();
+                };
+                assert_eq!(got, msg(k, len));
+            }
+            t.join().unwrap();
+        });
+    }
+
+    /// A doorbell: the stand-in for the socket message that wakes a sleeping process.
+    struct Bell {
+        rung: Mutex<u32>,
+        cv: Condvar,
+    }
+    impl Bell {
+        fn new() -> Self {
+            Self {
+                rung: Mutex::new(0),
+                cv: Condvar::new(),
+            }
+        }
+        fn ring(&self) {
+            *self.rung.lock().unwrap() += 1;
+            self.cv.notify_one();
+        }
+        /// Sleep until rung (consumes one ring).
+        fn sleep(&self) {
+            let mut g = self.rung.lock().unwrap();
+            while *g == 0 {
+                g = self.cv.wait(g).unwrap();
+            }
+            *g -= 1;
+        }
+    }
+
+    struct Side {
+        waiting: AtomicU32,
+        bell: Bell,
+    }
+
+    /// Both sides block instead of spinning: the consumer sleeps on an empty ring, the producer
+    /// on a full one (1 cell, 2 messages). A lost wake-up leaves a thread asleep forever, which
+    /// loom reports as a deadlock.
+    #[test]
+    fn loom_wake_handshake() {
+        model(|| {
+            let m = Arc::new(Mem::new(1, 64));
+            let prod = Arc::new(Side {
+                waiting: AtomicU32::new(0),
+                bell: Bell::new(),
+            });
+            let cons = Arc::new(Side {
+                waiting: AtomicU32::new(0),
+                bell: Bell::new(),
+            });
+            let (m2, prod2, cons2) = (m.clone(), prod.clone(), cons.clone());
+            let t = loom::thread::spawn(move || {
+                let mut p = Producer::default();
+                for k in 0..2u8 {
+                    let src = Bytes(msg(k, 4));
+                    loop {
+                        if p.has_room(&*m2, 0).unwrap() {
+                            break;
+                        }
+                        wake::arm(&prod2.waiting);
+                        if p.has_room(&*m2, 0).unwrap() {
+                            wake::disarm(&prod2.waiting);
+                            break;
+                        }
+                        prod2.bell.sleep();
+                        wake::disarm(&prod2.waiting);
+                    }
+                    p.push_inline(&*m2, kind::MSG, 0, &src, 0, 4);
+                    if wake::peer_sleeps(&cons2.waiting) {
+                        cons2.bell.ring();
+                    }
+                }
+            });
+            let mut c = Consumer::default();
+            let mut cur = None;
+            for k in 0..2u8 {
+                let got = loop {
+                    if let Some(v) = pop(&mut c, &m, &mut cur) {
+                        // Space was freed: the producer may be asleep on a full ring.
+                        if wake::peer_sleeps(&prod.waiting) {
+                            prod.bell.ring();
+                        }
+                        break v;
+                    }
+                    wake::arm(&cons.waiting);
+                    if Consumer::ready_at(&*m, c.pos()) {
+                        wake::disarm(&cons.waiting);
+                        continue;
+                    }
+                    cons.bell.sleep();
+                    wake::disarm(&cons.waiting);
+                };
+                assert_eq!(got, msg(k, 4));
+            }
+            t.join().unwrap();
+        });
+    }
+}

@@ -1,0 +1,7 @@
+//! The atomics the ring protocol and the wake-up handshake use: `std`'s normally, `loom`'s when
+//! the crate is built with `--cfg loom` for model checking (see the crate docs).
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};

@@ -1,0 +1,292 @@
+//! Two processes over the `shm` provider: data integrity across the inline and chunked paths in
+//! polling and blocking modes, a peer killed with SIGKILL at several moments, and the leak check.
+//!
+//! The children are this test binary re-run with a role (`child_main` dispatches on it). Every
+//! wait has a deadline (`common::DEADLINE`); nothing sleeps to synchronise.
+
+#![cfg(not(loom))]
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::{message, role, say, End, Peer, DEADLINE};
+use netdirect::Status;
+
+/// Message sizes: empty, one word, a full cell, one byte over, a page, a multi-chunk message.
+const SIZES: [usize; 6] = [0, 8, 48, 49, 4096, 300_000];
+const BUF: usize = 1 << 20;
+
+/// The child process's entry point; a no-op in a normal test run.
+#[test]
+fn child_main() {
+    let Some((role, args)) = role() else { return };
+    match role.as_str() {
+        "echo" => echo_server(args == "blocking"),
+        "stream" => stream_server(),
+        "hold-connect" => hold_connect(args.parse().expect("address")),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// Accept one connection; send every message back; exit when the peer disconnects.
+fn echo_server(blocking: bool) {
+    let e = End::new(2 * BUF, 8);
+    let (l, a) = e.listen();
+    say(&format!("LISTENING {a}"));
+    e.recv(0, 0, BUF);
+    e.accept_one(&l);
+    loop {
+        let r = if blocking { e.wait() } else { e.poll() };
+        if r.status == Status::CANCELED {
+            return; // the peer disconnected
+        }
+        assert_eq!(r.status, Status::SUCCESS, "{r:?}");
+        let n = r.bytes_transferred as usize;
+        // Echo from a copy so the next Receive can be posted at once.
+        let data = e.read(0, n);
+        e.fill(BUF, &data);
+        e.recv(0, 0, BUF);
+        e.send(1, BUF, n).expect("send");
+        let s = if blocking { e.wait() } else { e.poll() };
+        if s.status == Status::CANCELED {
+            return;
+        }
+        assert_eq!(s.status, Status::SUCCESS, "{s:?}");
+    }
+}
+
+/// Accept one connection, print READY, then send 64 KiB messages for ever (until killed).
+fn stream_server() {
+    let e = End::new(BUF, 64);
+    let (l, a) = e.listen();
+    say(&format!("LISTENING {a}"));
+    e.accept_one(&l);
+    say("READY");
+    let mut k = 0u64;
+    loop {
+        while e.send(k, 0, 65536).is_ok() {
+            k += 1;
+        }
+        // Queue full: reap completions (blocked Sends complete as the peer makes room).
+        let _ = e.poll();
+    }
+}
+
+/// Connect to `dest`, print READY once the Connect completed, and never CompleteConnect.
+fn hold_connect(dest: SocketAddr) {
+    let e = End::new(4096, 4);
+    e.connector
+        .connect(&e.qp, dest, 0, 0, &[])
+        .expect("connect")
+        .wait()
+        .expect("connect");
+    say("READY");
+    let mut buf = String::new();
+    let _ = std::io::stdin().read_line(&mut buf);
+}
+
+fn ping_pong(server_blocking: bool, client_blocking: bool) {
+    let mut peer = Peer::spawn(
+        "child_main",
+        "echo",
+        if server_blocking { "blocking" } else { "poll" },
+    );
+    let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
+    let e = End::new(2 * BUF, 8);
+    e.connect(addr);
+    for (k, &len) in SIZES.iter().enumerate().chain(SIZES.iter().enumerate()) {
+        let msg = message(k as u64, len);
+        e.fill(0, &msg);
+        e.recv(2, BUF, BUF);
+        e.send(1, 0, len).expect("send");
+        let mut got_send = false;
+        let mut got_recv = None;
+        while !got_send || got_recv.is_none() {
+            let r = if client_blocking { e.wait() } else { e.poll() };
+            assert_eq!(r.status, Status::SUCCESS, "{r:?}");
+            match r.request_context {
+                1 => got_send = true,
+                2 => got_recv = Some(r.bytes_transferred as usize),
+                c => panic!("unexpected context {c}"),
+            }
+        }
+        assert_eq!(got_recv, Some(len));
+        assert_eq!(e.read(BUF, len), msg, "echo of {len} bytes");
+    }
+    e.connector
+        .disconnect()
+        .expect("disconnect")
+        .wait()
+        .expect("disconnect");
+    assert!(peer.wait_exit().success(), "server failed");
+}
+
+#[test]
+fn echo_polling_both_sides() {
+    ping_pong(false, false);
+}
+
+#[test]
+fn echo_blocking_both_sides() {
+    ping_pong(true, true);
+}
+
+#[test]
+fn echo_blocking_server_polling_client() {
+    ping_pong(true, false);
+}
+
+/// The passive side is killed while we sleep waiting for a message: the Receives complete
+/// with ND_CANCELED (the sleeper wakes on the socket's end-of-file).
+#[test]
+fn sigkill_while_peer_sleeps_waiting() {
+    let mut peer = Peer::spawn("child_main", "stream", "");
+    let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
+    // Receives that can never be filled by a 64 KiB message would overrun: make them large.
+    let e = End::new(BUF, 64);
+    e.connect(addr);
+    peer.expect("READY");
+    peer.sigkill();
+    // Whatever arrived before the kill completes first; then everything is flushed.
+    for i in 0..4 {
+        e.recv(i, 0, 65536);
+    }
+    let mut canceled = 0;
+    while canceled < 4 {
+        let r = e.wait();
+        match r.status {
+            Status::SUCCESS => e.recv(r.request_context, 0, 65536),
+            Status::CANCELED => canceled += 1,
+            s => panic!("unexpected status {s}"),
+        }
+    }
+    // Later posts complete at once with ND_CANCELED.
+    e.recv(9, 0, 16);
+    assert_eq!(e.poll().status, Status::CANCELED);
+}
+
+/// The sender is killed mid-stream (ring full, chunked messages in flight) while we busy-poll:
+/// our Receives complete ND_CANCELED within the deadline. Repeated with different amounts
+/// received before the kill, so the kill lands at different points of the protocol.
+#[test]
+fn sigkill_while_busy_polling_mid_stream() {
+    for received_before_kill in [0u64, 1, 7, 33] {
+        let mut peer = Peer::spawn("child_main", "stream", "");
+        let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
+        let e = End::new(BUF, 16);
+        for i in 0..8 {
+            e.recv(i, (i as usize) * 65536, 65536);
+        }
+        e.connect(addr);
+        peer.expect("READY");
+        let mut got = 0;
+        while got < received_before_kill {
+            let r = e.poll();
+            assert_eq!(r.status, Status::SUCCESS);
+            e.recv(r.request_context, r.request_context as usize * 65536, 65536);
+            got += 1;
+        }
+        peer.sigkill();
+        let mut canceled = 0;
+        while canceled < 8 {
+            let r = e.poll();
+            match r.status {
+                Status::SUCCESS => {
+                    e.recv(r.request_context, r.request_context as usize * 65536, 65536)
+                }
+                Status::CANCELED => canceled += 1,
+                s => panic!("unexpected status {s}"),
+            }
+        }
+    }
+}
+
+/// The active side is killed after its Connect completed but before CompleteConnect: our
+/// pending Accept completes with ND_CONNECTION_REFUSED (D9) instead of hanging.
+#[test]
+fn sigkill_active_side_before_complete_connect() {
+    let e = End::new(4096, 4);
+    let (l, addr) = e.listen();
+    let mut peer = Peer::spawn("child_main", "hold-connect", &addr.to_string());
+    l.get_connection_request(&e.connector)
+        .expect("request")
+        .wait_timeout(Some(DEADLINE))
+        .expect("in time")
+        .expect("request");
+    let ov = e.connector.accept(&e.qp, 0, 0, &[]).expect("accept");
+    peer.expect("READY");
+    peer.sigkill();
+    let r = ov.wait_timeout(Some(DEADLINE)).expect("accept completes");
+    assert_eq!(r.expect_err("refused").status(), Status::CONNECTION_REFUSED);
+}
+
+fn dev_shm() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Abstract socket names of this provider held by any process (`/proc/net/unix`).
+fn shm_names() -> Vec<String> {
+    let t = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let mut v: Vec<String> = t
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(7))
+        .filter(|n| n.starts_with("@netdirect-shm/"))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// Nothing is left behind: no /dev/shm entry, no socket file (abstract names die with their
+/// sockets), after a normal run and after a killed one.
+#[test]
+fn no_leftovers_after_normal_and_killed_runs() {
+    let before = dev_shm();
+    // A normal run (server exits by itself) ...
+    let mut peer = Peer::spawn("child_main", "echo", "poll");
+    let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
+    let listener_name = format!("@netdirect-shm/L4/{}", addr.port());
+    assert!(
+        shm_names().contains(&listener_name),
+        "the listener holds its name"
+    );
+    {
+        let e = End::new(2 * BUF, 8);
+        e.connect(addr);
+        e.recv(2, BUF, BUF);
+        e.fill(0, b"ping");
+        e.send(1, 0, 4).expect("send");
+        let _ = e.poll();
+        let _ = e.poll();
+        e.connector
+            .disconnect()
+            .expect("disconnect")
+            .wait()
+            .expect("disconnect");
+    }
+    assert!(peer.wait_exit().success());
+    // ... and a killed one.
+    let mut peer = Peer::spawn("child_main", "stream", "");
+    let addr2: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
+    {
+        let e = End::new(BUF, 8);
+        e.connect(addr2);
+        peer.expect("READY");
+        peer.sigkill();
+    }
+    assert_eq!(dev_shm(), before, "no /dev/shm entry appeared");
+    let names = shm_names();
+    for port in [addr.port(), addr2.port()] {
+        let n = format!("@netdirect-shm/L4/{port}");
+        assert!(!names.contains(&n), "{n} was left behind: {names:?}");
+    }
+}
