@@ -135,7 +135,16 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             let inline = args.op == Op::Write
                 && size <= ep.adapter.query().inline_request_threshold as usize;
             let pump = |count: u64| -> Result<(), String> {
-                pipeline(&ep, args.op, size, token, remote, inline, args.pipeline, count)
+                pipeline(
+                    &ep,
+                    args.op,
+                    size,
+                    token,
+                    remote,
+                    inline,
+                    args.pipeline,
+                    count,
+                )
             };
             pump(warmup)?;
             let t0 = Instant::now();
@@ -241,8 +250,7 @@ fn send_info(ep: &Endpoint) -> Result<(), String> {
     info[8..].copy_from_slice(&(ep.buf.as_ptr() as u64).to_le_bytes());
     let sge = Sge::new(info.as_ptr() as *mut u8, INFO_LEN as u32, 0);
     // SAFETY: INLINE: `info` is read during the call only.
-    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }
-        .map_err(|e| format!("send: {e}"))?;
+    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(|e| format!("send: {e}"))?;
     let r = ep.poll_one()?;
     if r.request_context != INFO_SEND {
         return Err("unexpected completion before the run".into());
