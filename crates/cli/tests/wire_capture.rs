@@ -49,34 +49,14 @@ fn analyze(pcap: &std::path::Path, extra: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[test]
-fn pingpong_capture_decodes_as_iwarp() {
-    if !tshark_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is required under CI (apt-get install tshark)"
-        );
-        eprintln!(
-            "SKIPPED: tshark not installed (apt-get install tshark) — the wire check did not run"
-        );
-        return;
-    }
-    let iters = 20;
-    let warmup = 2;
-    let n = iters.to_string();
-    let w = warmup.to_string();
+/// Run one loopback `nd` pair (`server_args` with `-s 127.0.0.1:0 --announce`, then
+/// `client_args` with `-c <addr>`) while tshark captures its port; returns the pcap path (in
+/// a fresh temporary directory) once every packet of the run is in it.
+fn capture(name: &str, server_args: &[&str], client_args: &[&str]) -> std::path::PathBuf {
     let mut server = Guard(
         Command::new(ND)
-            .args([
-                "pingpong",
-                "-s",
-                "127.0.0.1:0",
-                "--announce",
-                "-n",
-                &n,
-                "--warmup",
-                &w,
-            ])
+            .args(server_args)
+            .args(["-s", "127.0.0.1:0", "--announce"])
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn server"),
@@ -97,15 +77,18 @@ fn pingpong_capture_decodes_as_iwarp() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind marker");
         l.local_addr().expect("marker address")
     };
-    let dir = std::env::temp_dir().join(format!("nd-capture-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("nd-capture-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let pcap = dir.join("pingpong.pcap");
+    let pcap = dir.join(format!("{name}.pcap"));
     let mut tshark = Guard(
         Command::new("tshark")
             // -P -l: also print each packet's summary, line by line, as it is captured.
+            // -B: a capture buffer large enough that bursts of 64 KiB segments are not dropped.
             .args([
                 "-i",
                 "lo",
+                "-B",
+                "64",
                 "-f",
                 &format!("tcp port {port} or tcp port {}", marker.port()),
                 "-w",
@@ -146,7 +129,8 @@ fn pingpong_capture_decodes_as_iwarp() {
     };
     knock("start");
     let client = Command::new(ND)
-        .args(["pingpong", "-c", &addr, "-n", &n, "--warmup", &w])
+        .args(client_args)
+        .args(["-c", &addr])
         .status()
         .expect("run client");
     assert!(client.success(), "client failed");
@@ -161,9 +145,14 @@ fn pingpong_capture_decodes_as_iwarp() {
     )
     .expect("signal tshark");
     assert!(tshark.0.wait().expect("tshark").success() || pcap.exists());
+    pcap
+}
 
+/// Every FPDU of the capture, as (RDMAP opcode, ULPDU length) pairs, after checking that each
+/// has a checked CRC; and the MPA Request and Reply counts.
+fn fpdus(pcap: &std::path::Path) -> (Vec<(String, String)>, usize, usize, String) {
     let fields = analyze(
-        &pcap,
+        pcap,
         &[
             "-T",
             "fields",
@@ -181,7 +170,7 @@ fn pingpong_capture_decodes_as_iwarp() {
             "iwarp_mpa.crc_check",
         ],
     );
-    let (mut requests, mut replies, mut sends, mut rtr) = (0, 0, 0, 0);
+    let (mut requests, mut replies, mut out) = (0, 0, Vec::new());
     for line in fields.lines() {
         let f: Vec<&str> = line.split(';').collect();
         if f.len() < 5 {
@@ -199,26 +188,15 @@ fn pingpong_capture_decodes_as_iwarp() {
             "every FPDU has a checked CRC: {line}"
         );
         for (op, len) in opcodes.iter().zip(&lens) {
-            match *op {
-                "0x03" => sends += 1,
-                // The MPA v2 RTR: a zero-length RDMA Write (ULPDU = the 14-byte tagged header).
-                "0x00" if *len == "14" => rtr += 1,
-                other => panic!("unexpected RDMAP opcode {other} in {line}"),
-            }
+            out.push((op.to_string(), len.to_string()));
         }
     }
-    assert_eq!(
-        (requests, replies, rtr),
-        (1, 1, 1),
-        "one MPA Request, one Reply, one RTR in:\n{fields}"
-    );
-    assert_eq!(
-        sends,
-        2 * (iters + warmup),
-        "every ping and pong decodes as an RDMAP Send"
-    );
+    (out, requests, replies, fields)
+}
 
-    let expert = analyze(&pcap, &["-q", "-z", "expert"]);
+/// tshark's expert info: no errors, nothing malformed, no bad CRC.
+fn expert_clean(pcap: &std::path::Path) {
+    let expert = analyze(pcap, &["-q", "-z", "expert"]);
     assert!(
         !expert.contains("Errors ("),
         "tshark reports errors:\n{expert}"
@@ -231,5 +209,116 @@ fn pingpong_capture_decodes_as_iwarp() {
         !expert.contains("Bad CRC"),
         "tshark reports bad CRCs:\n{expert}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn skip_without_tshark() -> bool {
+    if tshark_available() {
+        return false;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tshark is required under CI (apt-get install tshark)"
+    );
+    eprintln!(
+        "SKIPPED: tshark not installed (apt-get install tshark) — the wire check did not run"
+    );
+    true
+}
+
+/// `nd rping --op write` and `--op read`: RDMA Write, Read Request and Read Response FPDUs
+/// (RFC 5040 §4.3–4.5), segmented to the MULPDU, decode with good CRCs; the Writes' completion
+/// probes are zero-length Read Requests answered by zero-length Read Responses.
+#[test]
+fn rping_capture_decodes_as_iwarp() {
+    if skip_without_tshark() {
+        return;
+    }
+    let size = 200_000usize;
+    for op in ["write", "read"] {
+        let common = [
+            "rping", "--op", op, "--size", "200000", "-n", "6", "--warmup", "1", "-q", "2",
+        ];
+        let pcap = capture(&format!("rping-{op}"), &common, &common);
+        let (fpdus, requests, replies, fields) = fpdus(&pcap);
+        assert_eq!(
+            (requests, replies),
+            (1, 1),
+            "one MPA Request and Reply:\n{fields}"
+        );
+        let count = |code: &str, nonzero: bool| {
+            fpdus
+                .iter()
+                .filter(|(o, l)| o == code && (l.parse::<usize>().unwrap_or(0) > 14) == nonzero)
+                .count()
+        };
+        // 7 transfers of 200,000 bytes, each in ceil(200000 / (64768 - 14)) = 4 segments.
+        let segments = 7 * size.div_ceil(64768 - 14);
+        match op {
+            "write" => {
+                assert_eq!(
+                    count("0x00", true),
+                    segments,
+                    "RDMA Write segments:\n{fields}"
+                );
+                assert!(
+                    fpdus.iter().any(|(o, l)| o == "0x01" && l == "46"),
+                    "completion probes (Read Requests: 18 + 28 bytes)"
+                );
+                assert!(
+                    count("0x02", false) >= 1,
+                    "their zero-length Read Responses"
+                );
+                assert_eq!(count("0x02", true), 0, "no Read Response carries data");
+            }
+            _ => {
+                assert_eq!(
+                    fpdus.iter().filter(|(o, _)| o == "0x01").count(),
+                    7,
+                    "one Read Request per Read:\n{fields}"
+                );
+                assert_eq!(
+                    count("0x02", true),
+                    segments,
+                    "Read Response segments:\n{fields}"
+                );
+            }
+        }
+        expert_clean(&pcap);
+        let _ = std::fs::remove_dir_all(pcap.parent().expect("dir"));
+    }
+}
+
+#[test]
+fn pingpong_capture_decodes_as_iwarp() {
+    if skip_without_tshark() {
+        return;
+    }
+    let iters = 20;
+    let warmup = 2;
+    let n = iters.to_string();
+    let w = warmup.to_string();
+    let args = ["pingpong", "-n", &n, "--warmup", &w];
+    let pcap = capture("pingpong", &args, &args);
+    let (fpdus, requests, replies, fields) = fpdus(&pcap);
+    let (mut sends, mut rtr) = (0, 0);
+    for (op, len) in &fpdus {
+        match op.as_str() {
+            "0x03" => sends += 1,
+            // The MPA v2 RTR: a zero-length RDMA Write (ULPDU = the 14-byte tagged header).
+            "0x00" if len == "14" => rtr += 1,
+            other => panic!("unexpected RDMAP opcode {other} in:\n{fields}"),
+        }
+    }
+    assert_eq!(
+        (requests, replies, rtr),
+        (1, 1, 1),
+        "one MPA Request, one Reply, one RTR in:\n{fields}"
+    );
+    assert_eq!(
+        sends,
+        2 * (iters + warmup),
+        "every ping and pong decodes as an RDMAP Send"
+    );
+    expert_clean(&pcap);
+    let _ = std::fs::remove_dir_all(pcap.parent().expect("dir"));
 }

@@ -74,12 +74,12 @@ impl ShmCq {
             }
         }
         if self.has_overflow.load(Ordering::Acquire) {
-            let list: Vec<Arc<Link>> = self
-                .overflow
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            for l in &list {
+            // Only CQs that served more than `FAST_LINKS` connections get here. The lock is
+            // never held by a thread that holds a queue pair's lock (links are added before
+            // the queue pair's lock is taken), so driving queue pairs under it cannot deadlock.
+            let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+            o.retain(|l| !l.is_closed());
+            for l in o.iter() {
                 work |= l.poll_fast();
             }
         }

@@ -83,6 +83,23 @@
 //! `MaxSharedReceiveQueueDepth` is 0. The segment and connection leave room for them (the
 //! REQUEST can carry more parameters, and the connection's socket can carry more descriptors).
 //!
+//! # Performance (2-vCPU VM, both ends pinned, `nd pingpong --loopback --provider shm`)
+//!
+//! | size | shm median half round trip | side by side, same minutes |
+//! |---|---|---|
+//! | 8 B | 0.18 µs (p99 0.24–0.32) | UCX `am_lat` posix 0.11–0.14, libfabric `fi_pingpong -p shm` 0.33–0.35, raw flag spin 0.05 |
+//! | 4 KiB | 0.47 µs | |
+//! | 64 KiB | 3.8 µs | |
+//! | 1 MiB | 78–90 µs (12–13 GB/s) | libfabric shm 99–148 µs |
+//!
+//! An 8-byte message costs one cache-line transfer each way; the rest of the 0.18 µs is
+//! software on the turnaround path: about fifteen serialising instructions (the kit `CqCore`'s
+//! mutex for push and take, the queue pair's mutex, reference counts, one fence), plus the
+//! benchmark's own clock reads. Large messages are copied twice (into and out of the data area,
+//! pipelined by chunks); a single-copy path (`process_vm_readv` by the receiver, or memory
+//! shared at registration) is the next step for them, to be chosen by measurement together with
+//! the one-sided operations.
+//!
 //! # Model checking
 //!
 //! The ring and the wake-up handshake are checked with loom:

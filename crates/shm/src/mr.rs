@@ -1,6 +1,7 @@
 //! `IND2MemoryRegion` and `IND2MemoryWindow` for the `shm` provider.
 
 use std::any::Any;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use netdirect_spi::kit::mr::{Kind, NewRegistration, Registration};
@@ -15,6 +16,9 @@ use crate::adapter::Shared;
 pub(crate) struct ShmMr {
     shared: Arc<Shared>,
     reg: Mutex<Option<Arc<Registration>>>,
+    /// The current token (0 when unregistered), readable without the lock: applications ask
+    /// for it on every post.
+    token: AtomicU32,
 }
 
 impl ShmMr {
@@ -22,6 +26,7 @@ impl ShmMr {
         Self {
             shared,
             reg: Mutex::new(None),
+            token: AtomicU32::new(0),
         }
     }
 }
@@ -68,6 +73,7 @@ impl MemoryRegion for ShmMr {
             parent: None,
             keepalive,
         });
+        self.token.store(reg.token, Ordering::Release);
         *slot = Some(reg);
         Ok(Overlapped::completed(
             self.shared.engine.clone(),
@@ -80,10 +86,11 @@ impl MemoryRegion for ShmMr {
         let Some(reg) = slot.as_ref() else {
             return fail(Status::INVALID_DEVICE_STATE);
         };
-        if reg.bound_windows.load(std::sync::atomic::Ordering::Acquire) > 0 {
+        if reg.bound_windows.load(Ordering::Acquire) > 0 {
             return fail(Status::DEVICE_BUSY);
         }
         self.shared.mrs.remove(reg.token);
+        self.token.store(0, Ordering::Release);
         *slot = None;
         Ok(Overlapped::completed(
             self.shared.engine.clone(),
@@ -92,11 +99,7 @@ impl MemoryRegion for ShmMr {
     }
 
     fn get_local_token(&self) -> u32 {
-        self.reg
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or(0, |r| r.token)
+        self.token.load(Ordering::Acquire)
     }
 
     fn get_remote_token(&self) -> u32 {

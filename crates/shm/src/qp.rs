@@ -756,18 +756,26 @@ impl ShmQp {
             return fail(Status::CONNECTION_ACTIVE);
         }
         let _ = self.link.set(link.clone());
-        self.rcq.add_link(&link);
-        if !Arc::ptr_eq(&self.rcq, &self.icq) {
-            self.icq.add_link(&link);
-        }
         g.link = Some(link);
         g.prod = Producer::default();
         g.cons = Consumer::default();
         Ok(())
     }
 
+    /// Let the completion queues poll `link` (before taking our lock: see `ShmCq::poll_links`).
+    fn register_link(&self, link: &Arc<Link>) {
+        self.rcq.add_link(link);
+        if !Arc::ptr_eq(&self.rcq, &self.icq) {
+            self.icq.add_link(link);
+        }
+    }
+
     /// Active side, at `CompleteConnect`: the first record is the RTR.
     pub(crate) fn establish_active(&self, link: Arc<Link>) -> Result<()> {
+        if self.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        self.register_link(&link);
         let mut g = self.lock();
         self.attach(&mut g, link.clone())?;
         g.conn = Conn::Established;
@@ -784,6 +792,10 @@ impl ShmQp {
 
     /// Passive side, at `Accept`: wait for the RTR.
     pub(crate) fn establish_passive(&self, link: Arc<Link>, accept: OvCompleter) -> Result<()> {
+        if self.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        self.register_link(&link);
         let mut g = self.lock();
         self.attach(&mut g, link)?;
         g.conn = Conn::AwaitRtr;

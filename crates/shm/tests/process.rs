@@ -290,3 +290,56 @@ fn no_leftovers_after_normal_and_killed_runs() {
         assert!(!names.contains(&n), "{n} was left behind: {names:?}");
     }
 }
+
+/// CPU time of process `pid` (user + system), from /proc.
+fn cpu_time(pid: u32) -> std::time::Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    std::time::Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
+}
+
+/// A blocking waiter sleeps: neither our thread waiting on an idle connection nor the peer
+/// blocked in its own wait burns CPU (no spinning, no helper thread).
+#[test]
+fn blocking_waits_do_not_spin() {
+    let mut peer = Peer::spawn("child_main", "echo", "blocking");
+    let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
+    let e = End::new(2 * BUF, 8);
+    e.connect(addr);
+    e.recv(2, BUF, 64);
+    let thread_cpu = || {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    };
+    let pid = peer.child.id();
+    let (peer0, our0) = (cpu_time(pid), thread_cpu());
+    let idle = std::time::Duration::from_millis(500);
+    let ov = e.cq.notify(netdirect::NotifyType::Any).expect("notify");
+    assert!(ov.wait_timeout(Some(idle)).is_none(), "nothing arrives");
+    let (peer_used, our_used) = (cpu_time(pid) - peer0, thread_cpu() - our0);
+    assert!(
+        our_used < idle / 5,
+        "our waiting thread used {our_used:?} in {idle:?}"
+    );
+    assert!(
+        peer_used < idle / 5,
+        "the waiting peer used {peer_used:?} in {idle:?}"
+    );
+    // And it still wakes promptly for a message.
+    e.fill(0, b"wake up");
+    e.send(1, 0, 7).expect("send");
+    let mut got = 0;
+    while got < 2 {
+        let r = e.wait();
+        assert_eq!(r.status, Status::SUCCESS);
+        got += 1;
+    }
+    e.connector
+        .disconnect()
+        .expect("disconnect")
+        .wait()
+        .expect("disconnect");
+    assert!(peer.wait_exit().success());
+}

@@ -400,3 +400,67 @@ fn ipv6_loopback_connects() {
         assert_eq!(c.poll().status, Status::SUCCESS);
     });
 }
+
+/// One CQ serving more connections than its lock-free front holds (six, one after another, the
+/// first ones disconnected): every connection still delivers.
+#[test]
+fn one_cq_many_connections() {
+    let s = End::new(1 << 16, 16);
+    let (l, addr) = s.listen();
+    let c = End::new(1 << 16, 16);
+    let mut live = Vec::new();
+    for i in 0..6u64 {
+        let sqp = s
+            .adapter
+            .create_queue_pair(&s.cq, &s.cq, 100 + i, 4, 4, 1, 1, 0)
+            .unwrap();
+        let sconn = s.adapter.create_connector().unwrap();
+        let cqp = c
+            .adapter
+            .create_queue_pair(&c.cq, &c.cq, 200 + i, 4, 4, 1, 1, 0)
+            .unwrap();
+        let cconn = c.adapter.create_connector().unwrap();
+        let off = (i as usize) * 64;
+        let sge = s.buf.sge(off..off + 64, s.token());
+        // SAFETY: read only after completion.
+        unsafe { sqp.receive(i, &[sge]).unwrap() };
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                l.get_connection_request(&sconn)
+                    .unwrap()
+                    .wait_timeout(Some(DEADLINE))
+                    .unwrap()
+                    .unwrap();
+                sconn
+                    .accept(&sqp, 0, 0, &[])
+                    .unwrap()
+                    .wait_timeout(Some(DEADLINE))
+                    .unwrap()
+                    .unwrap();
+            });
+            cconn
+                .connect(&cqp, addr, 0, 0, &[])
+                .unwrap()
+                .wait_timeout(Some(DEADLINE))
+                .unwrap()
+                .unwrap();
+            cconn.complete_connect().unwrap().wait().unwrap();
+        });
+        c.fill(0, &message(i, 32));
+        let sge = c.buf.sge(0..32, c.token());
+        // SAFETY: not written until the Send completes.
+        unsafe { cqp.send(i, &[sge], OpFlags::empty()).unwrap() };
+        assert_eq!(c.poll().status, Status::SUCCESS);
+        let r = s.poll();
+        assert_eq!(
+            (r.status, r.qp_context, r.bytes_transferred),
+            (Status::SUCCESS, 100 + i, 32)
+        );
+        assert_eq!(s.read(i as usize * 64, 32), message(i, 32));
+        if i % 2 == 0 {
+            cconn.disconnect().unwrap().wait().unwrap();
+        } else {
+            live.push((sqp, sconn, cqp, cconn));
+        }
+    }
+}
