@@ -36,6 +36,14 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "largest piece of a message in the data area, in KiB (at most a quarter of the \
                   data area): the pipelining grain of large Sends",
     },
+    Variable {
+        name: "ND_SHM_PULL_MIN_KIB",
+        default: "0",
+        meaning: "Sends of at least this many KiB are pulled by the receiver straight from the \
+                  sender's memory (process_vm_readv, one copy, no sender CPU) when the kernel \
+                  allows it; 0 (the default) copies them twice through the data area, which \
+                  two cores pipeline and which measured faster here",
+    },
 ];
 
 /// The parsed configuration.
@@ -43,6 +51,8 @@ pub const VARIABLES: &[Variable] = &[
 pub(crate) struct Config {
     pub(crate) params: Params,
     pub(crate) chunk: usize,
+    /// Smallest Send pulled with cross-memory attach (0: never).
+    pub(crate) pull_min: u64,
 }
 
 fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -61,9 +71,11 @@ impl Config {
             .next_power_of_two()
             .min(256 << 20);
         let chunk = (var::<usize>("ND_SHM_CHUNK_KIB", 64).max(1) << 10).min(data_len as usize / 4);
+        let pull_min = var::<u64>("ND_SHM_PULL_MIN_KIB", 0) << 10;
         Self {
             params: Params { cells, data_len },
             chunk,
+            pull_min,
         }
     }
 }

@@ -40,6 +40,7 @@ enum State {
         sock: OwnedFd,
         qp: Arc<ShmQp>,
         seg: Segment,
+        peer_seg_addr: u64,
     },
     /// Passive side: a request arrived; waiting for Accept or Reject.
     Incoming(Incoming),
@@ -150,6 +151,7 @@ impl ShmConnector {
                 Some(Msg::Accept {
                     ird,
                     ord,
+                    seg_addr,
                     private_data,
                 }),
                 _,
@@ -160,7 +162,12 @@ impl ShmConnector {
                     inbound: ord,
                     outbound: ird,
                 };
-                g.state = State::Connected { sock, qp, seg };
+                g.state = State::Connected {
+                    sock,
+                    qp,
+                    seg,
+                    peer_seg_addr: seg_addr,
+                };
                 ov.complete(Status::SUCCESS);
             }
             Recv::Msg(Some(Msg::Reject { private_data }), _) => {
@@ -279,6 +286,7 @@ impl traits::Connector for ShmConnector {
             params,
             src: local,
             dst: dest,
+            seg_addr: seg.addr(),
             private_data: private_data.to_vec(),
         };
         let refused = |g: &mut MutexGuard<'_, Inner>, sock: OwnedFd| {
@@ -334,11 +342,16 @@ impl traits::Connector for ShmConnector {
         let State::Connected { .. } = g.state else {
             return fail(Status::CONNECTION_INVALID);
         };
-        let State::Connected { sock, qp, seg } = std::mem::replace(&mut g.state, State::Done)
+        let State::Connected {
+            sock,
+            qp,
+            seg,
+            peer_seg_addr,
+        } = std::mem::replace(&mut g.state, State::Done)
         else {
             unreachable!()
         };
-        let link = Link::new(&self.shared.engine, seg, 0, sock, qp.weak())
+        let link = Link::new(&self.shared.engine, seg, 0, sock, peer_seg_addr, qp.weak())
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         qp.establish_active(link)?;
         g.state = State::Attached(qp);
@@ -381,6 +394,7 @@ impl traits::Connector for ShmConnector {
         let reply = Msg::Accept {
             ird,
             ord,
+            seg_addr: inc.seg.addr(),
             private_data: private_data.to_vec(),
         };
         if proto::send(&inc.sock, &reply, None).is_err() {
@@ -398,8 +412,15 @@ impl traits::Connector for ShmConnector {
                 qp.cancel_accept();
             }
         });
-        let link = Link::new(&self.shared.engine, inc.seg, 1, inc.sock, qp.weak())
-            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        let link = Link::new(
+            &self.shared.engine,
+            inc.seg,
+            1,
+            inc.sock,
+            inc.request.seg_addr,
+            qp.weak(),
+        )
+        .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         qp.establish_passive(link, c)?;
         g.state = State::Attached(qp);
         Ok(ov)

@@ -38,6 +38,8 @@ pub(crate) struct Link {
     closed: AtomicBool,
     /// Polls that found nothing to do, for the periodic liveness check.
     pub(crate) idle: AtomicU32,
+    /// The peer's process id (`SO_PEERCRED`), for pulling RTS messages; 0 if unknown.
+    pub(crate) peer_pid: i32,
 }
 
 impl fmt::Debug for Link {
@@ -56,9 +58,12 @@ impl Link {
         seg: Segment,
         side: usize,
         sock: OwnedFd,
+        peer_seg_addr: u64,
         qp: Weak<ShmQp>,
     ) -> std::io::Result<Arc<Self>> {
         let send = sock.try_clone()?;
+        let peer_pid = rustix::net::sockopt::socket_peercred(&sock)
+            .map_or(0, |c| c.pid.as_raw_nonzero().get());
         let link = Arc::new_cyclic(|me: &Weak<Self>| {
             let src: Weak<dyn Source> = me.clone();
             let reg = engine.register(sock, src).ok();
@@ -77,8 +82,14 @@ impl Link {
                 peer_eof: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 idle: AtomicU32::new(0),
+                peer_pid,
             }
         });
+        // Large messages may be pulled from the peer's memory if the kernel lets us read it
+        // (same user, no ptrace restriction): tell the peer by our `can_pull` word.
+        if peer_pid > 0 && crate::mem::probe(peer_pid, peer_seg_addr, Segment::MAGIC) {
+            link.me().can_pull.store(1, Ordering::Release);
+        }
         if link.reg.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
             return Err(std::io::ErrorKind::Other.into());
         }
@@ -106,6 +117,11 @@ impl Link {
 
     fn peer(&self) -> &SideLine {
         self.seg.side(1 - self.side)
+    }
+
+    /// The peer can pull large messages from our memory.
+    pub(crate) fn peer_can_pull(&self) -> bool {
+        self.peer().can_pull.load(Ordering::Acquire) != 0
     }
 
     /// The peer set its `closed` word (Acquire: every record it published before is visible).
@@ -220,8 +236,15 @@ impl Link {
         if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
             drop(r.into_inner());
         }
-        self.engine
-            .remove_link(self.link_key.load(Ordering::Acquire) as usize);
+        self.unlink();
+    }
+
+    /// Leave the engine's list of links, once (its keys are reused by later links).
+    fn unlink(&self) {
+        let key = self.link_key.swap(u64::MAX, Ordering::AcqRel);
+        if key != u64::MAX {
+            self.engine.remove_link(key as usize);
+        }
     }
 }
 
@@ -234,7 +257,6 @@ impl Source for Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        self.engine
-            .remove_link(self.link_key.load(Ordering::Acquire) as usize);
+        self.unlink();
     }
 }

@@ -147,3 +147,96 @@ unsafe impl Gather for Src<'_> {
         }
     }
 }
+
+/// A local byte buffer to read a record's data-area bytes into (an RTS scatter list).
+#[derive(Debug)]
+pub(crate) struct OwnedMut<'a>(pub(crate) &'a mut [u8]);
+
+// SAFETY: pieces of an exclusively borrowed slice, within its bounds.
+unsafe impl Scatter for OwnedMut<'_> {
+    fn pieces(&mut self, off: u64, len: usize, mut f: impl FnMut(*mut u8, usize)) {
+        let off = (off as usize).min(self.0.len());
+        let len = len.min(self.0.len() - off);
+        f(self.0[off..off + len].as_mut_ptr(), len);
+    }
+}
+
+/// Most iovecs per `process_vm_readv` call here (the Receive's segments and the sender's
+/// scatter list are at most 64 and `RTS_MAX_SGES`).
+const IOVS: usize = 64;
+
+/// Copy `total` bytes of the peer process `pid`'s memory, at the `(address, length)` pairs it
+/// announced in an RTS record, into the Receive whose checked segments are `local`
+/// (`total` ≤ the Receive's length, checked by the caller), with `process_vm_readv`. The kernel
+/// checks the remote ranges against the peer's address space; a range the peer does not own is
+/// an error (the peer broke the protocol).
+pub(crate) fn pull(pid: i32, local: &[Seg], remote: &[(u64, u64)], total: u64) -> Result<(), ()> {
+    let mut done = 0u64;
+    while done < total {
+        let mut liov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; IOVS];
+        let mut riov = liov;
+        let (mut nl, mut nr) = (0, 0);
+        walk(local, done, (total - done) as usize, |a, n| {
+            if nl < IOVS {
+                liov[nl] = libc::iovec {
+                    iov_base: a as usize as *mut libc::c_void,
+                    iov_len: n,
+                };
+                nl += 1;
+            }
+        });
+        let mut base = 0u64;
+        for &(a, n) in remote {
+            let end = base + n;
+            if done < end && nr < IOVS {
+                let skip = done.saturating_sub(base);
+                riov[nr] = libc::iovec {
+                    iov_base: a.wrapping_add(skip) as usize as *mut libc::c_void,
+                    iov_len: (n - skip) as usize,
+                };
+                nr += 1;
+            }
+            base = end;
+        }
+        // SAFETY: the local iovecs lie inside the Receive's segments, checked for local write
+        // against live registrations that the queued Receive holds, and cover at most the
+        // bytes still missing; the remote iovecs name the peer's memory, which the kernel
+        // checks (and we never dereference).
+        let r = unsafe {
+            libc::process_vm_readv(
+                pid,
+                liov.as_ptr(),
+                nl as libc::c_ulong,
+                riov.as_ptr(),
+                nr as libc::c_ulong,
+                0,
+            )
+        };
+        if r <= 0 {
+            return Err(());
+        }
+        done += r as u64;
+    }
+    Ok(())
+}
+
+/// Whether `process_vm_readv` can read process `pid`: the 8 bytes at `addr` there must be
+/// `expect` (the magic word of the segment the peer mapped at `addr`).
+pub(crate) fn probe(pid: i32, addr: u64, expect: u64) -> bool {
+    let mut word = 0u64;
+    let l = libc::iovec {
+        iov_base: (&mut word as *mut u64).cast(),
+        iov_len: 8,
+    };
+    let r = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: 8,
+    };
+    // SAFETY: the local iovec is our own 8-byte variable; the remote one is checked by the
+    // kernel against the peer's address space.
+    let n = unsafe { libc::process_vm_readv(pid, &l, 1, &r, 1, 0) };
+    n == 8 && word == expect
+}

@@ -14,8 +14,8 @@
 //!
 //! | kind | sender | body | ancillary |
 //! |---|---|---|---|
-//! | REQUEST | active | IRD, ORD, cells, data size, source and destination address, private data | the segment memfd |
-//! | ACCEPT | passive | IRD, ORD, private data | |
+//! | REQUEST | active | IRD, ORD, cells, data size, source and destination address, segment address, private data | the segment memfd |
+//! | ACCEPT | passive | IRD, ORD, segment address, private data | |
 //! | REJECT | passive | private data | |
 //! | WAKE | either | (none): "something changed in the segment" | |
 //!
@@ -110,6 +110,8 @@ pub(crate) struct Request {
     pub(crate) params: Params,
     pub(crate) src: SocketAddr,
     pub(crate) dst: SocketAddr,
+    /// Where the active side mapped the segment (for the cross-memory-attach probe).
+    pub(crate) seg_addr: u64,
     pub(crate) private_data: Vec<u8>,
 }
 
@@ -120,6 +122,8 @@ pub(crate) enum Msg {
     Accept {
         ird: u32,
         ord: u32,
+        /// Where the passive side mapped the segment.
+        seg_addr: u64,
         private_data: Vec<u8>,
     },
     Reject {
@@ -170,15 +174,18 @@ impl Msg {
                 b.extend_from_slice(&r.params.data_len.to_le_bytes());
                 put_addr(&mut b, &r.src);
                 put_addr(&mut b, &r.dst);
+                b.extend_from_slice(&r.seg_addr.to_le_bytes());
                 put_pd(&mut b, &r.private_data);
             }
             Self::Accept {
                 ird,
                 ord,
+                seg_addr,
                 private_data,
             } => {
                 b.extend_from_slice(&ird.to_le_bytes());
                 b.extend_from_slice(&ord.to_le_bytes());
+                b.extend_from_slice(&seg_addr.to_le_bytes());
                 put_pd(&mut b, private_data);
             }
             Self::Reject { private_data } => put_pd(&mut b, private_data),
@@ -205,11 +212,13 @@ impl Msg {
                 },
                 src: r.addr()?,
                 dst: r.addr()?,
+                seg_addr: r.u64()?,
                 private_data: r.pd()?,
             }),
             2 => Self::Accept {
                 ird: r.u32()?,
                 ord: r.u32()?,
+                seg_addr: r.u64()?,
                 private_data: r.pd()?,
             },
             3 => Self::Reject {
@@ -351,6 +360,7 @@ mod tests {
             },
             src: "127.0.0.1:50000".parse().unwrap(),
             dst: "[::1]:7".parse().unwrap(),
+            seg_addr: 0x7f00_0000_1000,
             private_data: vec![1, 2, 3],
         });
         for m in [
@@ -358,6 +368,7 @@ mod tests {
             Msg::Accept {
                 ird: 1,
                 ord: 2,
+                seg_addr: 42,
                 private_data: vec![9; 252],
             },
             Msg::Reject {

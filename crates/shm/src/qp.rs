@@ -23,8 +23,8 @@ use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, St
 use crate::adapter::Shared;
 use crate::cq::ShmCq;
 use crate::link::Link;
-use crate::mem::{self, InlineSges, Owned, Seg, Segs, Src};
-use crate::ring::{flag, kind, Consumer, Producer, Violation, INLINE_MAX};
+use crate::mem::{self, InlineSges, Owned, OwnedMut, Seg, Segs, Src};
+use crate::ring::{flag, kind, Consumer, Producer, Violation, INLINE_MAX, RTS_MAX_SGES};
 
 /// Idle polls between two checks of the socket for the peer's end-of-file (a killed peer is
 /// noticed within this many polls of a busy-polling survivor; a sleeping one notices at once).
@@ -59,6 +59,8 @@ struct SendWr {
     total: u64,
     /// `INLINE` data captured at post time because the Send had to wait.
     inline: Option<Vec<u8>>,
+    /// Announced as an RTS record: the peer pulls it; it completes on the peer's ACK.
+    rts: bool,
 }
 
 /// A FIFO of work requests, each with up to `per` segments, in one preallocated slab.
@@ -93,12 +95,19 @@ impl<T> WrQueue<T> {
     }
     fn push(&mut self, wr: T, segs: &mut [Seg]) {
         debug_assert!(!self.is_full() && segs.len() <= self.per);
-        let base = ((self.head_slot + self.wrs.len()) % self.cap) * self.per;
+        let mut slot = self.head_slot + self.wrs.len();
+        if slot >= self.cap {
+            slot -= self.cap; // no division on the hot path
+        }
+        let base = slot * self.per;
         let n = segs.len();
         for (dst, s) in self.segs[base..base + n].iter_mut().zip(segs) {
             *dst = std::mem::take(s);
         }
         self.wrs.push_back((wr, n as u16));
+    }
+    fn front_mut(&mut self) -> Option<&mut T> {
+        self.wrs.front_mut().map(|(wr, _)| wr)
     }
     fn front(&self) -> Option<(&T, &[Seg])> {
         let (wr, n) = self.wrs.front()?;
@@ -111,9 +120,19 @@ impl<T> WrQueue<T> {
         for s in &mut self.segs[base..base + n as usize] {
             s.reg = None;
         }
-        self.head_slot = (self.head_slot + 1) % self.cap;
+        self.head_slot += 1;
+        if self.head_slot == self.cap {
+            self.head_slot = 0;
+        }
         Some(wr)
     }
+}
+
+/// What became of an RTS record.
+enum Pulled {
+    Done,
+    Stalled,
+    Closed,
 }
 
 /// A chunked message being received into the front Receive.
@@ -133,6 +152,8 @@ struct Inner {
     sq: WrQueue<SendWr>,
     /// Bytes of the front Send already in the ring.
     tx_sent: u64,
+    /// ACK records owed to the peer for RTS messages we pulled.
+    acks_owed: u32,
     rx_msg: Option<RxMsg>,
     accept: Option<OvCompleter>,
     disconnect_waiters: PendingRequests<()>,
@@ -152,6 +173,7 @@ impl Inner {
             rq: WrQueue::new(1, 1),
             sq: WrQueue::new(1, 1),
             tx_sent: 0,
+            acks_owed: 0,
             rx_msg: None,
             accept: None,
             disconnect_waiters: PendingRequests::new(),
@@ -228,6 +250,7 @@ impl ShmQp {
                     seg_capacity(cfg.max_initiator_request_sge),
                 ),
                 tx_sent: 0,
+                acks_owed: 0,
                 rx_msg: None,
                 accept: None,
                 disconnect_waiters: PendingRequests::new(),
@@ -435,6 +458,7 @@ impl ShmQp {
                 flags,
                 total,
                 inline: Some(data),
+                rts: false,
             };
             g.sq.push(wr, &mut []);
         } else {
@@ -461,6 +485,7 @@ impl ShmQp {
                 flags,
                 total,
                 inline: None,
+                rts: false,
             };
             let Inner { sq, scratch, .. } = &mut *g;
             sq.push(wr, &mut scratch[..sge.len()]);
@@ -507,14 +532,76 @@ impl ShmQp {
         let Some(link) = self.link.get() else { return };
         let tx = link.tx();
         let chunk = self.shared.config.chunk as u64;
+        let pull_min = self.shared.config.pull_min;
         let mut pushed = false;
         let mut blocked = false;
+        // ACKs for messages we pulled come first: the peer's Sends wait for them.
+        while g.acks_owed > 0 {
+            match g.prod.has_room(&tx, 0) {
+                Ok(true) => {
+                    g.prod.push_inline(&tx, kind::ACK, 0, &Owned(&[]), 0, 0);
+                    g.acks_owed -= 1;
+                    pushed = true;
+                }
+                Ok(false) => {
+                    blocked = true;
+                    break;
+                }
+                Err(Violation) => {
+                    self.close(g, Status::CONNECTION_REFUSED);
+                    return;
+                }
+            }
+        }
         loop {
+            if blocked {
+                break;
+            }
             let Inner {
                 prod, sq, tx_sent, ..
             } = &mut *g;
             let Some((wr, segs)) = sq.front() else { break };
+            if wr.rts {
+                break; // waiting for the peer's ACK; later Sends complete after it
+            }
             let total = wr.total;
+            if pull_min > 0
+                && total >= pull_min
+                && *tx_sent == 0
+                && wr.inline.is_none()
+                && segs.len() <= RTS_MAX_SGES
+                && link.peer_can_pull()
+            {
+                // Large: announce the scatter list; the peer pulls the bytes itself.
+                let sol = if wr.flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
+                    flag::SOLICITED
+                } else {
+                    0
+                };
+                let mut list = [0u8; RTS_MAX_SGES * 16];
+                for (k, sg) in segs.iter().enumerate() {
+                    list[k * 16..k * 16 + 8].copy_from_slice(&sg.addr.to_le_bytes());
+                    list[k * 16 + 8..k * 16 + 16].copy_from_slice(&u64::from(sg.len).to_le_bytes());
+                }
+                let n = segs.len() * 16;
+                match prod.has_room(&tx, n as u64) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        blocked = true;
+                        break;
+                    }
+                    Err(Violation) => {
+                        self.close(g, Status::CONNECTION_REFUSED);
+                        return;
+                    }
+                }
+                prod.push_data(&tx, kind::RTS, sol, total as u32, &Owned(&list[..n]), 0, n);
+                if let Some(wr) = sq.front_mut() {
+                    wr.rts = true;
+                }
+                pushed = true;
+                break;
+            }
             let sol = if wr.flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
                 flag::SOLICITED
             } else {
@@ -584,7 +671,7 @@ impl ShmQp {
         if pushed {
             link.wake_peer();
         }
-        if blocked {
+        if blocked && g.conn == Conn::Established {
             let (t, dt) = g.prod.seen_tails();
             link.tx_seen[0].store(t, Ordering::Relaxed);
             link.tx_seen[1].store(dt, Ordering::Relaxed);
@@ -620,6 +707,35 @@ impl ShmQp {
                     continue;
                 }
                 _ if g.conn != Conn::Established => return self.violation(g),
+                kind::ACK => {
+                    // The peer pulled our oldest RTS message: it is complete.
+                    match g.sq.front() {
+                        Some((wr, _)) if wr.rts => {}
+                        _ => return self.violation(g),
+                    }
+                    let wr = g.sq.pop().expect("present");
+                    g.tx_sent = 0;
+                    self.complete_send(wr.context, wr.flags, Status::SUCCESS);
+                    g.cons.advance();
+                    consumed = true;
+                    continue;
+                }
+                kind::RTS => {
+                    if g.rx_msg.is_some() {
+                        return self.violation(g);
+                    }
+                    match self.pull(g, link, r) {
+                        Pulled::Done => {
+                            consumed = true;
+                            continue;
+                        }
+                        Pulled::Stalled => {
+                            link.rx_stalled.store(true, Ordering::Release);
+                            break;
+                        }
+                        Pulled::Closed => return,
+                    }
+                }
                 _ => {}
             }
             let first = r.kind == kind::MSG || r.flags & flag::FIRST != 0;
@@ -696,6 +812,53 @@ impl ShmQp {
         }
     }
 
+    /// An RTS record: pull the message from the peer's memory into the front Receive.
+    fn pull(&self, g: &mut Inner, link: &Link, r: crate::ring::Record) -> Pulled {
+        let rx = link.rx();
+        let Some((wr, _)) = g.rq.front() else {
+            return Pulled::Stalled;
+        };
+        let total = u64::from(r.total);
+        if total > wr.total {
+            let ctx = wr.context;
+            g.rq.pop();
+            self.complete_recv(ctx, Status::DATA_OVERRUN, 0, false);
+            g.cons.advance();
+            g.cons.release(&rx);
+            self.close(g, Status::CONNECTION_REFUSED);
+            return Pulled::Closed;
+        }
+        let mut list = [0u8; RTS_MAX_SGES * 16];
+        let n = r.len as usize; // checked by `peek`: a multiple of 16, at most the array
+        g.cons.read_chunk(&rx, n, &mut OwnedMut(&mut list[..n]), 0);
+        let mut remote = [(0u64, 0u64); RTS_MAX_SGES];
+        let mut sum = 0u64;
+        for (k, e) in remote.iter_mut().enumerate().take(n / 16) {
+            let b = &list[k * 16..k * 16 + 16];
+            let addr = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+            let len = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+            *e = (addr, len);
+            sum = sum.saturating_add(len);
+        }
+        let (_, segs) = g.rq.front().expect("checked above");
+        if sum != total || mem::pull(link.peer_pid, segs, &remote[..n / 16], total).is_err() {
+            // A scatter list that does not add up, or memory the peer does not own.
+            g.cons.advance();
+            self.violation(g);
+            return Pulled::Closed;
+        }
+        let wr = g.rq.pop().expect("present");
+        g.cons.advance();
+        g.acks_owed += 1;
+        self.complete_recv(
+            wr.context,
+            Status::SUCCESS,
+            total as u32,
+            r.flags & flag::SOLICITED != 0,
+        );
+        Pulled::Done
+    }
+
     /// Garbage in the ring: terminate the connection.
     fn violation(&self, g: &mut Inner) {
         self.close(g, Status::CONNECTION_REFUSED);
@@ -704,7 +867,7 @@ impl ShmQp {
     /// Drive this queue pair with the lock held.
     fn progress_locked(&self, g: &mut Inner) {
         self.progress_rx(g);
-        if g.sq.len() > 0 {
+        if g.sq.len() > 0 || g.acks_owed > 0 {
             self.progress_tx(g);
         }
     }
@@ -725,6 +888,7 @@ impl ShmQp {
     /// Flush every outstanding request with `ND_CANCELED`.
     fn flush_all(&self, g: &mut Inner) {
         g.tx_sent = 0;
+        g.acks_owed = 0;
         while let Some(wr) = g.sq.pop() {
             self.complete_send(wr.context, wr.flags, Status::CANCELED);
         }

@@ -52,7 +52,15 @@ pub(crate) mod kind {
     pub(crate) const CHUNK: u8 = 2;
     /// Ready to receive: the active side's first record, which completes the passive Accept.
     pub(crate) const RTR: u8 = 3;
+    /// A large message to be pulled from the sender's memory (cross-memory attach): the data
+    /// area holds its scatter list, `(address, length)` pairs of 16 bytes; `total` is its size.
+    pub(crate) const RTS: u8 = 4;
+    /// The receiver pulled (or refused) the oldest RTS message: the sender may complete it.
+    pub(crate) const ACK: u8 = 5;
 }
+
+/// Most scatter entries of an RTS record.
+pub(crate) const RTS_MAX_SGES: usize = 32;
 
 /// Record flags.
 pub(crate) mod flag {
@@ -212,6 +220,21 @@ impl Producer {
         off: u64,
         len: usize,
     ) {
+        self.push_data(m, kind::CHUNK, flags, total, src, off, len);
+    }
+
+    /// Publish a record of `kind` whose `len` bytes (`src` bytes `off..off + len`) go to the
+    /// data area. The caller checked [`Producer::has_room`] for `len` bytes.
+    pub(crate) fn push_data<M: RingMem, G: Gather>(
+        &mut self,
+        m: &M,
+        kind: u8,
+        flags: u8,
+        total: u32,
+        src: &G,
+        off: u64,
+        len: usize,
+    ) {
         let i = (self.head as u32) & (m.cells() - 1);
         let d = m.data_len();
         let mut pos = self.data_head;
@@ -229,7 +252,7 @@ impl Producer {
             }
         });
         self.data_head += round_up(len as u64);
-        self.publish(m, i, kind::CHUNK, flags, len as u32, total);
+        self.publish(m, i, kind, flags, len as u32, total);
     }
 
     fn publish<M: RingMem>(&mut self, m: &M, i: u32, kind: u8, flags: u8, len: u32, total: u32) {
@@ -279,7 +302,8 @@ impl Consumer {
         let ok = match r.kind {
             kind::MSG => r.len as usize <= INLINE_MAX,
             kind::CHUNK => u64::from(r.len) <= m.data_len(),
-            kind::RTR => true,
+            kind::RTR | kind::ACK => true,
+            kind::RTS => r.len % 16 == 0 && r.len as usize <= RTS_MAX_SGES * 16,
             _ => false,
         };
         if ok {
@@ -578,7 +602,7 @@ mod loom_models {
 
     /// Explore every interleaving with at most `PREEMPTIONS` forced preemptions (the usual
     /// bound: it keeps the spin-and-yield loops finite while covering the races that matter).
-    const PREEMPTIONS: usize = 3;
+    const PREEMPTIONS: usize = 4;
 
     fn model(f: impl Fn() + Sync + Send + 'static) {
         let mut b = loom::model::Builder::new();

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! offset 0     header line  magic, version, cells, data size (checked by the opener, then ignored)
-//! offset 64    side 0 line  waiting, closed   (written by the active side)
-//! offset 128   side 1 line  waiting, closed   (written by the passive side)
+//! offset 64    side 0 line  waiting, closed, can_pull   (written by the active side)
+//! offset 128   side 1 line  waiting, closed, can_pull   (written by the passive side)
 //! offset 256   channel 0    active → passive
 //! ...          channel 1    passive → active
 //! channel:     +0     consumer line: tail u64, data_tail u64 (written by the consumer)
@@ -86,6 +86,9 @@ pub(crate) struct SideLine {
     pub(crate) waiting: AtomicU32,
     /// The side disconnected (or terminated the connection).
     pub(crate) closed: AtomicU32,
+    /// The side can read its peer's memory (`process_vm_readv` worked on a probe): the peer
+    /// may send large messages as RTS records for it to pull.
+    pub(crate) can_pull: AtomicU32,
 }
 
 /// A mapped segment. Unmapped on drop.
@@ -176,6 +179,14 @@ impl Segment {
         let base = NonNull::new(p.cast::<u8>()).ok_or(io::ErrorKind::Other)?;
         Ok(Self { base, params })
     }
+
+    /// Where this process mapped the segment (the peer probes cross-memory attach with it).
+    pub(crate) fn addr(&self) -> u64 {
+        self.base.as_ptr() as u64
+    }
+
+    /// The magic word at the start of every segment.
+    pub(crate) const MAGIC: u64 = MAGIC;
 
     /// Side `s`'s line (0: active, 1: passive).
     pub(crate) fn side(&self, s: usize) -> &SideLine {

@@ -87,10 +87,15 @@ fn hold_connect(dest: SocketAddr) {
 }
 
 fn ping_pong(server_blocking: bool, client_blocking: bool) {
-    let mut peer = Peer::spawn(
+    ping_pong_env(server_blocking, client_blocking, &[]);
+}
+
+fn ping_pong_env(server_blocking: bool, client_blocking: bool, env: &[(&str, &str)]) {
+    let mut peer = Peer::spawn_env(
         "child_main",
         "echo",
         if server_blocking { "blocking" } else { "poll" },
+        env,
     );
     let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
     let e = End::new(2 * BUF, 8);
@@ -125,6 +130,14 @@ fn ping_pong(server_blocking: bool, client_blocking: bool) {
 #[test]
 fn echo_polling_both_sides() {
     ping_pong(false, false);
+}
+
+/// Large messages one way pulled by the receiver (cross-memory attach: the echo server sends
+/// with `ND_SHM_PULL_MIN_KIB=4`), the other way copied through the data area (the default).
+#[test]
+fn echo_pull_one_way_copy_the_other() {
+    ping_pong_env(false, false, &[("ND_SHM_PULL_MIN_KIB", "4")]);
+    ping_pong_env(true, true, &[("ND_SHM_PULL_MIN_KIB", "4")]);
 }
 
 #[test]

@@ -1108,6 +1108,9 @@ pub(crate) fn protection_server(ctx: &Ctx) -> Check {
         .ctx("open adapter")?;
     let (listener, laddr) = listen(&adapter, any_port(ctx), 4)?;
     ctx.announce_listening(laddr);
+    // Each case's connection lives until the client comes back for the next one: it has
+    // read our Terminate by then.
+    let mut previous: Option<Side> = None;
     for (i, case) in PROT_CASES.iter().enumerate() {
         let what = format!("case {i} ({})", case.name);
         let side = Side::on(
@@ -1126,6 +1129,7 @@ pub(crate) fn protection_server(ctx: &Ctx) -> Check {
             .get_connection_request(&side.connector)
             .ctx("GetConnectionRequest")?;
         wait_ok(&ov, &format!("{what}: GetConnectionRequest"))?;
+        drop(previous.take());
         let aov = side.connector.accept(&side.qp, 2, 0, &[]).ctx("Accept")?;
         wait_ok(&aov, &format!("{what}: Accept"))?;
         let (area, _keep_mr, _keep_mw) = expose(&side, case.target)?;
@@ -1147,6 +1151,7 @@ pub(crate) fn protection_server(ctx: &Ctx) -> Check {
         // SAFETY: the connection is gone; nothing writes the buffer.
         let now = unsafe { side.read(&[0..body], body) };
         expect_bytes(&now, &guard(body), &format!("{what}: the server's memory"))?;
+        previous = Some(side);
     }
     ctx.linger();
     Ok(())

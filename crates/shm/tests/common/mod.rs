@@ -186,9 +186,15 @@ pub(crate) struct Peer {
 impl Peer {
     /// Run the test named `entry` of this binary as a child with `role` and `args`.
     pub(crate) fn spawn(entry: &str, role: &str, args: &str) -> Self {
+        Self::spawn_env(entry, role, args, &[])
+    }
+
+    /// As [`Peer::spawn`], with extra environment variables for the child.
+    pub(crate) fn spawn_env(entry: &str, role: &str, args: &str, env: &[(&str, &str)]) -> Self {
         let exe = std::env::current_exe().expect("test binary");
         let mut child = Command::new(exe)
             .args(["--exact", entry, "--nocapture", "--test-threads=1"])
+            .envs(env.iter().copied())
             .env(ROLE_VAR, role)
             .env("NETDIRECT_SHM_TEST_ARGS", args)
             .stdout(Stdio::piped())

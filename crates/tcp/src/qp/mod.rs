@@ -1330,5 +1330,8 @@ impl Drop for TcpQp {
         let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut g = std::mem::replace(g, Inner::new(WrQueue::new(1, 1), WrQueue::new(1, 1)));
         self.close(&mut g, Status::CONNECTION_REFUSED, Ending::Graceful);
+        // Read what the peer sent and nobody will: closing a socket with unread data sends an
+        // RST, which can destroy our Terminate or FIN before the peer reads it.
+        self.discard_input(&mut g);
     }
 }

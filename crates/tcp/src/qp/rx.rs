@@ -86,6 +86,8 @@ pub(crate) struct Rx {
     /// The last segment header announced a large payload: the next header is probably
     /// followed by another one.
     bulk: bool,
+    /// The peer's FIN (or a reset) was read after the end.
+    eof: bool,
 }
 
 impl Rx {
@@ -104,6 +106,7 @@ impl Rx {
             hangup: false,
             delivered: false,
             bulk: false,
+            eof: false,
         }
     }
 
@@ -145,7 +148,11 @@ enum Next {
 impl TcpQp {
     /// Read and process everything the socket has.
     pub(super) fn progress_rx(&self, g: &mut Inner) {
-        if g.conn == Conn::Closed || g.rx.deframer.is_none() {
+        if g.rx.deframer.is_none() {
+            return;
+        }
+        if g.conn == Conn::Closed {
+            self.discard_input(g);
             return;
         }
         if let Some(h) = g.rx.stalled.take() {
@@ -262,6 +269,27 @@ impl TcpQp {
             Err(Errno::AGAIN) => Ok(false),
             Err(Errno::INTR) => Ok(true),
             Err(_) => Err(()),
+        }
+    }
+
+    /// After the end (a Terminate sent or received, a Disconnect), whatever the peer still
+    /// sends is dropped unread (RFC 5041 §7.1: "silently drop everything that follows") — but
+    /// read, so that closing the socket later sends a FIN, not the RST that unread data
+    /// causes, which would make the peer discard our Terminate before reading it.
+    pub(super) fn discard_input(&self, g: &mut Inner) {
+        let Some(sock) = g.sock.as_ref() else { return };
+        if g.rx.eof {
+            return;
+        }
+        loop {
+            match rustix::net::recv(sock.get(), &mut g.rx.buf[..], RecvFlags::DONTWAIT) {
+                Ok((0, _)) | Err(Errno::PIPE | Errno::CONNRESET | Errno::NOTCONN) => {
+                    g.rx.eof = true;
+                    return;
+                }
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(_) => return,
+            }
         }
     }
 
