@@ -323,3 +323,63 @@ fn registration_rules() {
         Ok(())
     });
 }
+
+#[test]
+fn windows_are_unbound_when_their_connection_ends() {
+    each("rdma-window-unbound-at-disconnect", |p, ip| {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let server = Side::on(&a, SideConfig::default())?;
+        let client = Side::on(&a, SideConfig::default())?;
+        let _listener = connect_pair(&server, &client, ip)?;
+        let region = client.register_again(MrFlags::ALLOW_LOCAL_WRITE)?;
+        let w = a.create_memory_window().ctx("CreateMemoryWindow")?;
+        client
+            .qp
+            .bind(
+                1,
+                &region,
+                &w,
+                client.buf.as_ptr(),
+                4096,
+                OpFlags::ALLOW_WRITE,
+            )
+            .ctx("Bind")?;
+        next_results(&client.scq, 1, "Bind")?;
+        // R-MR-2 while bound.
+        expect_status(
+            region.deregister(),
+            Status::DEVICE_BUSY,
+            "Deregister with a bound window",
+        )?;
+        // The connection ends: the window goes with it, so the region deregisters, and the
+        // Deregister completes (nothing holds the memory any more).
+        wait_ok(
+            &client.connector.disconnect().ctx("Disconnect")?,
+            "Disconnect",
+        )?;
+        let ov = region
+            .deregister()
+            .ctx("Deregister after the connection ended")?;
+        wait_ok(&ov, "Deregister after the connection ended")?;
+        // The window may be bound again on another connection.
+        let server2 = Side::on(&a, SideConfig::default())?;
+        let client2 = Side::on(&a, SideConfig::default())?;
+        let _l2 = connect_pair(&server2, &client2, ip)?;
+        client2
+            .qp
+            .bind(
+                2,
+                &client2.mr,
+                &w,
+                client2.buf.as_ptr(),
+                64,
+                OpFlags::ALLOW_READ,
+            )
+            .ctx("Bind the window again on another connection")?;
+        let r = next_results(&client2.scq, 1, "Bind")?;
+        done(RequestType::Bind, Status::SUCCESS, 2, client2.qp_context).check(&r[0], "rebind")?;
+        Ok(())
+    });
+}

@@ -26,8 +26,8 @@
 //!
 //! ```text
 //! 0      header line   magic, version, ring sizes (checked once by the passive side)
-//! 64     side 0 line   waiting, closed          (written by the active side only)
-//! 128    side 1 line   waiting, closed          (written by the passive side only)
+//! 64     side 0 line   waiting, closed, can_pull   (written by the active side only)
+//! 128    side 1 line   waiting, closed, can_pull   (written by the passive side only)
 //! 256    channel 0     active → passive:  consumer line | N cells × 64 B | D data bytes
 //! ...    channel 1     passive → active:  consumer line | N cells × 64 B | D data bytes
 //! ```
@@ -60,6 +60,17 @@
 //! Sends, flush with `ND_CANCELED` on disconnect or peer death), and returns the space. No
 //! syscall happens on this path while both sides poll.
 //!
+//! **Large messages.** By default a message of more than 48 bytes is copied twice: into the data
+//! area by the sender, out of it by the receiver, chunk by chunk, so the two copies run at once
+//! on two cores. With `ND_SHM_PULL_MIN_KIB=n`, Sends of at least n KiB are pulled instead: the
+//! sender publishes an RTS record with its scatter list, the receiver copies the message straight
+//! from the sender's memory with `process_vm_readv` (one copy, no sender CPU) and answers with an
+//! ACK record that completes the Send. Each side probes at connection time whether the kernel
+//! lets it read its peer (same user, no ptrace restriction) and says so in its side line; a
+//! sender pulls only toward a receiver that can. On this VM the pipelined two-copy path measured
+//! faster (1 MiB ping-pong 70 µs against 137 µs, with `process_vm_readv` itself at ~10 GB/s at
+//! the time), hence the default; one-sided Read and Write will revisit the choice.
+//!
 //! **Wake-up handshake** (`ring::wake`, `engine`). A thread that blocks (`Overlapped::wait`, a
 //! CQ Notify wait) drives progress itself, then *arms* each connection of its adapter: it sets
 //! its side's `waiting` word, issues a full fence, and re-checks the ring. If nothing is ready
@@ -87,18 +98,22 @@
 //!
 //! | size | shm median half round trip | side by side, same minutes |
 //! |---|---|---|
-//! | 8 B | 0.18 µs (p99 0.24–0.32) | UCX `am_lat` posix 0.11–0.14, libfabric `fi_pingpong -p shm` 0.33–0.35, raw flag spin 0.05 |
+//! | 8 B | 0.175–0.195 µs (p99 0.24–0.32) | UCX UCT `am_lat` posix 0.11–0.16, UCX UCP `tag_lat` (default transports) 0.18–0.19, libfabric `fi_pingpong -p shm` 0.30–0.37, raw two-process flag spin 0.05 |
 //! | 4 KiB | 0.47 µs | |
 //! | 64 KiB | 3.8 µs | |
-//! | 1 MiB | 78–90 µs (12–13 GB/s) | libfabric shm 99–148 µs |
+//! | 1 MiB | 70–95 µs (11–15 GB/s) | libfabric shm 99–103 µs |
+//!
+//! The host is shared and its state moves (the same flag spin measured 0.05 µs and, minutes
+//! later, 0.2–0.6 µs): compare only numbers taken side by side.
+//!
+//! `cargo run --release -p netdirect-shm --example turnaround` measures the software alone
+//! (both ends in one thread, no cross-core traffic): about 117 ns per message for posting the
+//! Receive, the Send and reaping both completions.
 //!
 //! An 8-byte message costs one cache-line transfer each way; the rest of the 0.18 µs is
 //! software on the turnaround path: about fifteen serialising instructions (the kit `CqCore`'s
 //! mutex for push and take, the queue pair's mutex, reference counts, one fence), plus the
-//! benchmark's own clock reads. Large messages are copied twice (into and out of the data area,
-//! pipelined by chunks); a single-copy path (`process_vm_readv` by the receiver, or memory
-//! shared at registration) is the next step for them, to be chosen by measurement together with
-//! the one-sided operations.
+//! benchmark's own clock reads. Large messages are copied twice (see "Large messages").
 //!
 //! # Model checking
 //!

@@ -9,9 +9,9 @@
 //!
 //! ```text
 //! 0   seq    u32  (position + 1) as u32, stored last with Release: the record is complete
-//! 4   word   u32  kind (MSG, CHUNK, RTR) | flags << 8 (SOLICITED, FIRST, LAST)
-//! 8   len    u32  MSG: inline bytes (≤ 48); CHUNK: bytes in the data area
-//! 12  total  u32  CHUNK with FIRST: the whole message's length
+//! 4   word   u32  kind (MSG, CHUNK, RTR, RTS, ACK) | flags << 8 (SOLICITED, FIRST, LAST)
+//! 8   len    u32  MSG: inline bytes (≤ 48); CHUNK, RTS: bytes in the data area
+//! 12  total  u32  CHUNK with FIRST, RTS: the whole message's length
 //! 16  inline [u8; 48]
 //! ```
 //!
@@ -28,6 +28,11 @@
 //! itself is never exchanged. A message larger than a chunk is several CHUNK records (FIRST on
 //! the first, which carries the total, LAST on the last), which lets the consumer copy out the
 //! first chunk while the producer fills the next.
+//!
+//! With `ND_SHM_PULL_MIN_KIB` set, a large Send is announced instead as one RTS record whose
+//! data-area bytes are the sender's scatter list; the receiver pulls the message straight from
+//! the sender's memory (`process_vm_readv`) into its Receive and answers with an ACK record,
+//! which completes the Send.
 //!
 //! The consumer returns space by storing its positions in `tail`/`data_tail` (Release); the
 //! producer reads them (Acquire) only when its cached copy says the ring is full. A tail that
@@ -602,7 +607,7 @@ mod loom_models {
 
     /// Explore every interleaving with at most `PREEMPTIONS` forced preemptions (the usual
     /// bound: it keeps the spin-and-yield loops finite while covering the races that matter).
-    const PREEMPTIONS: usize = 4;
+    const PREEMPTIONS: usize = 5;
 
     fn model(f: impl Fn() + Sync + Send + 'static) {
         let mut b = loom::model::Builder::new();

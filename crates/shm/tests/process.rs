@@ -25,6 +25,7 @@ fn child_main() {
         "echo" => echo_server(args == "blocking"),
         "stream" => stream_server(),
         "hold-connect" => hold_connect(args.parse().expect("address")),
+        "listen-only" => listen_only(),
         other => panic!("unknown role {other}"),
     }
 }
@@ -71,6 +72,15 @@ fn stream_server() {
         // Queue full: reap completions (blocked Sends complete as the peer makes room).
         let _ = e.poll();
     }
+}
+
+/// Listen, print LISTENING, and never take a connection request (until killed).
+fn listen_only() {
+    let e = End::new(64, 1);
+    let (_l, a) = e.listen();
+    say(&format!("LISTENING {a}"));
+    let mut buf = String::new();
+    let _ = std::io::stdin().read_line(&mut buf);
 }
 
 /// Connect to `dest`, print READY once the Connect completed, and never CompleteConnect.
@@ -355,4 +365,25 @@ fn blocking_waits_do_not_spin() {
         .wait()
         .expect("disconnect");
     assert!(peer.wait_exit().success());
+}
+
+/// The listening process is killed while our Connect waits for its answer (its request sits in
+/// the listener's queue): the Connect completes with ND_CONNECTION_REFUSED.
+#[test]
+fn sigkill_listener_while_connect_pending() {
+    let mut peer = Peer::spawn("child_main", "listen-only", "");
+    let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
+    let e = End::new(4096, 4);
+    let ov = e
+        .connector
+        .connect(&e.qp, addr, 0, 0, &[])
+        .expect("connect");
+    assert!(
+        ov.try_result().is_none(),
+        "nobody answers yet: {:?}",
+        ov.try_result()
+    );
+    peer.sigkill();
+    let r = ov.wait_timeout(Some(DEADLINE)).expect("connect completes");
+    assert_eq!(r.expect_err("refused").status(), Status::CONNECTION_REFUSED);
 }

@@ -1,7 +1,7 @@
 //! `IND2MemoryRegion` and `IND2MemoryWindow` for the `tcp` provider.
 
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use netdirect_spi::kit::mr::{Kind, NewRegistration, Registration};
 use netdirect_spi::kit::overlapped::Overlapped;
@@ -138,8 +138,11 @@ impl Drop for TcpMr {
 #[derive(Debug)]
 pub(crate) struct TcpMw {
     pub(crate) shared: Arc<Shared>,
-    /// The current (or last) binding; a revoked registration means "not bound".
-    pub(crate) reg: Mutex<Option<Arc<Registration>>>,
+    /// The current (or last) binding, and its token. Weak: the table and the queue pair the
+    /// window is bound through hold it; once it is unbound (Invalidate, or the end of that
+    /// connection) nothing keeps it, or its region, alive — the region's Deregister can
+    /// complete. A dead or revoked registration means "not bound".
+    pub(crate) reg: Mutex<Option<(u32, Weak<Registration>)>>,
 }
 
 impl TcpMw {
@@ -148,6 +151,13 @@ impl TcpMw {
             shared,
             reg: Mutex::new(None),
         }
+    }
+
+    /// The registration of the window's live binding, if it is bound.
+    pub(crate) fn bound(slot: &Option<(u32, Weak<Registration>)>) -> Option<Arc<Registration>> {
+        slot.as_ref()
+            .and_then(|(_, w)| w.upgrade())
+            .filter(|r| r.is_valid())
     }
 
     /// Recognise one of ours among the SPI objects.
@@ -167,6 +177,6 @@ impl MemoryWindow for TcpMw {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .map_or(0, |r| r.token.to_be())
+            .map_or(0, |(token, _)| token.to_be())
     }
 }

@@ -197,6 +197,9 @@ impl Peer {
             .envs(env.iter().copied())
             .env(ROLE_VAR, role)
             .env("NETDIRECT_SHM_TEST_ARGS", args)
+            // Kept open (in `child.stdin`) until the `Peer` goes: roles that block on standard
+            // input stay alive until killed.
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn child");

@@ -1139,7 +1139,7 @@ impl TcpQp {
             return Ok(());
         }
         let mut cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
-        if cur.as_ref().is_some_and(|r| r.is_valid()) {
+        if TcpMw::bound(&cur).is_some() {
             // A window is bound to one queue pair at a time; Invalidate it first.
             return fail(Status::INVALID_DEVICE_STATE);
         }
@@ -1161,7 +1161,7 @@ impl TcpQp {
         });
         reg.bound_qp.store(self.id, Ordering::Release);
         parent.bound_windows.fetch_add(1, Ordering::AcqRel);
-        *cur = Some(reg.clone());
+        *cur = Some((reg.token, Arc::downgrade(&reg)));
         drop(cur);
         drop(slot);
         g.windows.push(reg);
@@ -1198,17 +1198,15 @@ impl TcpQp {
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
-        let mut cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
-        match cur.take() {
-            Some(r) if r.is_valid() && r.bound_qp.load(Ordering::Acquire) == self.id => {
+        let cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
+        match TcpMw::bound(&cur) {
+            Some(r) if r.bound_qp.load(Ordering::Acquire) == self.id => {
                 self.unbind(&r);
                 g.windows.retain(|w| !Arc::ptr_eq(w, &r));
             }
-            other => {
-                *cur = other;
-                // nd-reference.md §2.9: Invalidate of an unbound window.
-                wr.error = Some(Status::INVALID_DEVICE_REQUEST);
-            }
+            // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
+            // another queue pair).
+            _ => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
         }
         drop(cur);
         g.sq.push(wr, std::iter::empty());

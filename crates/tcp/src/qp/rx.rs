@@ -630,11 +630,14 @@ impl TcpQp {
         } else {
             Status::REMOTE_ERROR
         };
-        for i in 0..g.encoded {
+        // Every request on the wire: the encoded ones, and a Read partly issued (ORD).
+        for i in 0..g.sq.len() {
             let Some((wr, _)) = g.sq.get(i) else { break };
+            let on_wire = i < g.encoded;
             let hit = match (ddp, wr.kind) {
                 (DdpHeader::Tagged(th), TxKind::Write { stag, to }) => {
-                    th.opcode == Opcode::Write
+                    on_wire
+                        && th.opcode == Opcode::Write
                         && th.stag == stag
                         && th.to.wrapping_sub(to) < wr.total.max(1)
                         // A Write a Read Response already proved is not the culprit.
@@ -645,7 +648,9 @@ impl TcpQp {
                         && wr.issued > 0
                         && u.msn.wrapping_sub(wr.msn) < u32::from(wr.issued)
                 }
-                (DdpHeader::Untagged(u), TxKind::Send) => u.qn == QN_SEND && u.msn == wr.msn,
+                (DdpHeader::Untagged(u), TxKind::Send) => {
+                    on_wire && u.qn == QN_SEND && u.msn == wr.msn
+                }
                 _ => false,
             };
             if hit {
