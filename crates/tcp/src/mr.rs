@@ -3,27 +3,26 @@
 use std::any::Any;
 use std::sync::{Arc, Mutex, Weak};
 
-use netdirect_spi::kit::mr::{Kind, NewRegistration, Registration};
+use netdirect_spi::kit::mr::{RegionSlot, Registration};
 use netdirect_spi::kit::overlapped::Overlapped;
 use netdirect_spi::traits::{MemoryRegion, MemoryWindow};
-use netdirect_spi::{fail, MrFlags, Result, Status};
+use netdirect_spi::{MrFlags, Result};
 
 use crate::adapter::Shared;
 
-/// A memory region object: empty until `register`.
+/// A memory region object: empty until `register`. The ND rules live in the kit's
+/// [`RegionSlot`], shared with the other software providers.
 #[derive(Debug)]
 pub(crate) struct TcpMr {
     pub(crate) shared: Arc<Shared>,
-    /// The live registration. `QueuePair::bind` holds this lock while it binds a window over
-    /// the region, so a concurrent Deregister sees the window (`ND_DEVICE_BUSY`) or wins.
-    pub(crate) reg: Mutex<Option<Arc<Registration>>>,
+    pub(crate) region: RegionSlot,
 }
 
 impl TcpMr {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
-            reg: Mutex::new(None),
+            region: RegionSlot::new(),
         }
     }
 
@@ -45,75 +44,29 @@ impl MemoryRegion for TcpMr {
         flags: MrFlags,
         keepalive: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Result<Overlapped> {
-        // nd-reference.md D7: null first, then zero length, then the size limit.
-        if buffer.is_null() {
-            return fail(Status::INVALID_PARAMETER);
-        }
-        if len == 0 {
-            return fail(Status::INVALID_BUFFER_SIZE);
-        }
-        if len > self.shared.info.max_registration_size {
-            return fail(Status::INVALID_PARAMETER);
-        }
-        if (buffer as usize).checked_add(len).is_none() {
-            return fail(Status::ACCESS_VIOLATION);
-        }
-        let known = MrFlags::all();
-        if !known.contains(flags) {
-            return fail(Status::INVALID_PARAMETER);
-        }
-        let mut slot = self.reg.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_some() {
-            // One buffer per MR object at a time.
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
-        let reg = self.shared.mrs.insert(NewRegistration {
-            base: buffer as usize,
+        let s = &self.shared;
+        self.region.register(
+            &s.mrs,
+            s.engine.clone(),
+            s.info.max_registration_size,
+            buffer,
             len,
             flags,
-            kind: Kind::Region,
-            parent: None,
             keepalive,
-        });
-        *slot = Some(reg);
-        Ok(Overlapped::completed(
-            self.shared.engine.clone(),
-            Status::SUCCESS,
-        ))
+        )
     }
 
     fn deregister(&self) -> Result<Overlapped> {
-        let mut slot = self.reg.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(reg) = slot.as_ref() else {
-            return fail(Status::INVALID_DEVICE_STATE);
-        };
-        // R-MR-2: synchronously busy while a window is bound over the region.
-        if reg.bound_windows.load(std::sync::atomic::Ordering::Acquire) > 0 {
-            return fail(Status::DEVICE_BUSY);
-        }
-        let reg = slot.take().expect("checked above");
-        // From here no new request or remote access can reach the memory (the token is dead);
-        // the Deregister completes once the last in-flight user (a queued Read Response, a
-        // segment being placed, a posted request) lets go of it: ND_PENDING until then
-        // (IND2MemoryRegion::Deregister), usually at once.
-        self.shared.mrs.remove(reg.token);
-        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
-        reg.complete_on_release(c);
-        drop(reg);
-        Ok(ov)
+        self.region
+            .deregister(&self.shared.mrs, self.shared.engine.clone())
     }
 
     fn get_local_token(&self) -> u32 {
-        self.reg
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or(0, |r| r.token)
+        self.region.local_token()
     }
 
     fn get_remote_token(&self) -> u32 {
-        // Network byte order in memory, so the wire STag bytes are the token's bytes.
-        self.get_local_token().to_be()
+        self.region.remote_token()
     }
 
     fn cancel_overlapped_requests(&self) -> Result<()> {
@@ -126,10 +79,7 @@ impl MemoryRegion for TcpMr {
 
 impl Drop for TcpMr {
     fn drop(&mut self) {
-        // Releasing a registered region deregisters it (the pages are not pinned on Linux).
-        if let Some(reg) = self.reg.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            self.shared.mrs.remove(reg.token);
-        }
+        self.region.release(&self.shared.mrs);
     }
 }
 

@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::kit::overlapped::OvCompleter;
+use crate::kit::overlapped::{Driver, OvCompleter, Overlapped};
 use crate::{MrFlags, Status};
 
 /// What a remote access needs.
@@ -449,5 +449,118 @@ mod tests {
         assert!(!ov.is_complete());
         drop(user);
         assert_eq!(ov.status(), Status::SUCCESS);
+    }
+}
+
+/// The state of one memory-region object (`IND2MemoryRegion`) that software providers share:
+/// at most one live registration, its token readable without a lock, and the ND rules of
+/// Register and Deregister. Providers wrap it in their `MemoryRegion` implementation.
+#[derive(Debug, Default)]
+pub struct RegionSlot {
+    /// The live registration. A provider's `QueuePair::bind` holds this lock while it binds a
+    /// window over the region, so a concurrent Deregister sees the window or wins.
+    reg: Mutex<Option<Arc<Registration>>>,
+    /// The current token (0 when unregistered): applications ask for it on every post.
+    token: AtomicU32,
+}
+
+impl RegionSlot {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The live registration, locked.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Registration>>> {
+        self.reg.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `Register`: record `len` bytes at `buffer` in `table` under a fresh token. Checks, in
+    /// the order ND applications rely on (`nd-reference.md` D7): null → `ND_INVALID_PARAMETER`,
+    /// zero length → `ND_INVALID_BUFFER_SIZE`, more than `max_len` → `ND_INVALID_PARAMETER`,
+    /// a range that wraps → `ND_ACCESS_VIOLATION`; unknown flags → `ND_INVALID_PARAMETER`;
+    /// a slot already registered → `ND_INVALID_DEVICE_STATE` (one buffer per region object).
+    /// Nothing is dereferenced here; the caller upholds `MemoryRegion::register`'s contract.
+    #[allow(clippy::too_many_arguments)]
+    pub fn register(
+        &self,
+        table: &Table,
+        driver: Arc<dyn Driver>,
+        max_len: usize,
+        buffer: *mut u8,
+        len: usize,
+        flags: MrFlags,
+        keepalive: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> crate::Result<Overlapped> {
+        use crate::{fail, Status};
+        if buffer.is_null() {
+            return fail(Status::INVALID_PARAMETER);
+        }
+        if len == 0 {
+            return fail(Status::INVALID_BUFFER_SIZE);
+        }
+        if len > max_len {
+            return fail(Status::INVALID_PARAMETER);
+        }
+        if (buffer as usize).checked_add(len).is_none() {
+            return fail(Status::ACCESS_VIOLATION);
+        }
+        if !MrFlags::all().contains(flags) {
+            return fail(Status::INVALID_PARAMETER);
+        }
+        let mut slot = self.lock();
+        if slot.is_some() {
+            return fail(Status::INVALID_DEVICE_STATE);
+        }
+        let reg = table.insert(NewRegistration {
+            base: buffer as usize,
+            len,
+            flags,
+            kind: Kind::Region,
+            parent: None,
+            keepalive,
+        });
+        self.token.store(reg.token, Ordering::Release);
+        *slot = Some(reg);
+        Ok(Overlapped::completed(driver, crate::Status::SUCCESS))
+    }
+
+    /// `Deregister`: `ND_DEVICE_BUSY` synchronously while a window is bound (R-MR-2). Otherwise
+    /// the token dies at once and the request completes when the last in-flight user of the
+    /// memory (a queued transfer, a segment being placed, a posted request) lets go of it —
+    /// usually at once.
+    pub fn deregister(&self, table: &Table, driver: Arc<dyn Driver>) -> crate::Result<Overlapped> {
+        use crate::{fail, Status};
+        let mut slot = self.lock();
+        let Some(reg) = slot.as_ref() else {
+            return fail(Status::INVALID_DEVICE_STATE);
+        };
+        if reg.bound_windows.load(Ordering::Acquire) > 0 {
+            return fail(Status::DEVICE_BUSY);
+        }
+        let reg = slot.take().expect("checked above");
+        self.token.store(0, Ordering::Release);
+        table.remove(reg.token);
+        let (ov, c) = Overlapped::pending(driver);
+        reg.complete_on_release(c);
+        Ok(ov)
+    }
+
+    /// `GetLocalToken` (0 when unregistered).
+    pub fn local_token(&self) -> u32 {
+        self.token.load(Ordering::Acquire)
+    }
+
+    /// `GetRemoteToken`: the token in network byte order, so the wire STag bytes are the
+    /// token's bytes in memory.
+    pub fn remote_token(&self) -> u32 {
+        self.local_token().to_be()
+    }
+
+    /// Deregister on release of the region object (the pages are not pinned on Linux).
+    pub fn release(&mut self, table: &Table) {
+        if let Some(reg) = self.reg.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            table.remove(reg.token);
+        }
     }
 }

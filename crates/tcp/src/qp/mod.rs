@@ -1113,7 +1113,7 @@ impl TcpQp {
         }
         // The region's lock is held until the window is bound: a concurrent Deregister then
         // either sees the window (ND_DEVICE_BUSY) or has already taken the registration.
-        let slot = mr.reg.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = mr.region.lock();
         let Some(parent) = slot.as_ref().filter(|r| r.is_valid()) else {
             return fail(Status::ACCESS_VIOLATION);
         };
