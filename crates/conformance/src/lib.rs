@@ -29,5 +29,43 @@ pub use side::{Ctx, Side, SideConfig};
 /// The providers the conformance suite runs against. Every test iterates this list and sets
 /// `ND_PROVIDER` for the processes it starts, so a new provider is one more entry here.
 pub fn providers() -> Vec<&'static str> {
-    vec!["tcp"]
+    vec!["tcp", "shm"]
+}
+
+/// What a test needs from a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Connection management and Send/Receive: every provider.
+    TwoSided,
+    /// RDMA Read/Write and memory windows.
+    OneSided,
+    /// The iWARP wire itself (raw TCP clients speaking MPA/DDP/RDMAP at the provider).
+    IwarpWire,
+}
+
+/// The providers a test with `needs` applies to; for the others it says why it does not run
+/// (stated once per test on stderr, so a skipped combination is never silent).
+pub fn providers_for(needs: Needs) -> Vec<&'static str> {
+    providers()
+        .into_iter()
+        .filter(|p| match not_applicable(p, needs) {
+            Some(why) => {
+                eprintln!("[provider={p}] not run: {why}");
+                false
+            }
+            None => true,
+        })
+        .collect()
+}
+
+/// Why a test with `needs` cannot apply to `provider`, if it cannot.
+pub fn not_applicable(provider: &str, needs: Needs) -> Option<&'static str> {
+    match (provider, needs) {
+        (_, Needs::TwoSided) | ("tcp", _) => None,
+        ("shm", Needs::OneSided) => {
+            Some("the shm provider has no one-sided operations yet (issue 5)")
+        }
+        ("shm", Needs::IwarpWire) => Some("shm speaks no iWARP: its wire is a shared-memory ring"),
+        _ => Some("unknown provider"),
+    }
 }

@@ -20,7 +20,7 @@ use netdirect_conformance::check::{
 };
 use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::listen;
-use netdirect_conformance::{ensure, providers, Failure, Side, SideConfig};
+use netdirect_conformance::{ensure, providers_for, Failure, Needs, Side, SideConfig};
 use netdirect_wire::ddp::{DdpHeader, QN_SEND};
 use netdirect_wire::fpdu::encode_fpdu;
 use netdirect_wire::handshake::{rtr_fpdu, Initiator, InitiatorConfig, InitiatorOutcome};
@@ -266,7 +266,7 @@ fn run_bad_key(p: &Provider, ip: IpAddr) -> Check {
 
 fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
     let mut failures = Vec::new();
-    for p in providers() {
+    for p in providers_for(Needs::IwarpWire) {
         for fam in Family::ALL {
             let label = harness::label(p, fam, name);
             let r = harness::with_deadline(&label, move || {

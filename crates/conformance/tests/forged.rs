@@ -23,7 +23,7 @@ use netdirect_conformance::check::{
 };
 use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::listen;
-use netdirect_conformance::{ensure, ensure_eq, providers, Failure, Side, SideConfig};
+use netdirect_conformance::{ensure, ensure_eq, providers_for, Failure, Needs, Side, SideConfig};
 use netdirect_wire::ddp::{DdpHeader, QN_SEND};
 use netdirect_wire::fpdu::{encode_fpdu, Deframer, Event};
 use netdirect_wire::handshake::{rtr_fpdu, Initiator, InitiatorConfig, InitiatorOutcome};
@@ -777,7 +777,7 @@ fn run(p: &Provider, ip: IpAddr) -> Check {
 #[test]
 fn forged_one_sided_traffic() {
     let mut failures = Vec::new();
-    for p in providers() {
+    for p in providers_for(Needs::IwarpWire) {
         for fam in Family::ALL {
             let label = harness::label(p, fam, "forged-one-sided");
             let r = harness::with_deadline(&label, move || {

@@ -14,12 +14,12 @@ use netdirect_conformance::check::{
 };
 use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::{connect_pair, EPHEMERAL};
-use netdirect_conformance::{ensure, ensure_eq, providers, Side, SideConfig};
+use netdirect_conformance::{ensure, ensure_eq, providers_for, Needs, Side, SideConfig};
 
 /// Run `f` for every provider and family, each with the hard deadline.
 fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
     let mut failures = Vec::new();
-    for p in providers() {
+    for p in providers_for(Needs::TwoSided) {
         for fam in Family::ALL {
             let label = harness::label(p, fam, name);
             let r = harness::with_deadline(&label, move || {

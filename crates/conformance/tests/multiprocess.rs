@@ -13,13 +13,18 @@
 #![allow(clippy::single_range_in_vec_init)]
 
 use netdirect_conformance::harness::{self, Drive, Family};
-use netdirect_conformance::{find, providers, SCENARIOS};
+use netdirect_conformance::{find, providers_for, Needs, SCENARIOS};
 
 fn run(scenario: &str, family: Family, drive: Drive) {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_nd-peer"));
     let s = find(scenario).unwrap_or_else(|| panic!("no scenario {scenario:?}"));
     let mut failures = Vec::new();
-    for p in providers() {
+    let needs = if s.name.starts_with("rdma") {
+        Needs::OneSided
+    } else {
+        Needs::TwoSided
+    };
+    for p in providers_for(needs) {
         let what = format!("{}{}", s.name, drive.suffix());
         match harness::run(exe, p, family, drive, s) {
             Ok(()) => eprintln!("{} passed", harness::label(p, family, &what)),
