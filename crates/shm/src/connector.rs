@@ -13,6 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::traits::{self, QueuePair};
 use netdirect_spi::{fail, Error, ReadLimits, Result, Status};
@@ -77,13 +78,6 @@ impl fmt::Debug for ShmConnector {
     }
 }
 
-fn check_private_data(len: usize, max: u32) -> Result<()> {
-    if len > max as usize {
-        return fail(Status::INVALID_BUFFER_SIZE);
-    }
-    Ok(())
-}
-
 impl ShmConnector {
     pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
@@ -121,13 +115,7 @@ impl ShmConnector {
         g.local = Some(inc.local);
         g.peer = Some(inc.peer);
         g.peer_private_data = inc.request.private_data.clone();
-        let info = self.shared.info;
-        // Passive GetReadLimits: inbound = the peer's ORD, outbound = the peer's IRD, clamped
-        // to our capabilities (nd-reference.md D25), as tcp.
-        g.limits = ReadLimits {
-            inbound: inc.request.ord.min(info.max_inbound_read_limit),
-            outbound: inc.request.ird.min(info.max_outbound_read_limit),
-        };
+        g.limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
         g.state = State::Incoming(inc);
     }
 
@@ -190,6 +178,14 @@ impl Source for ShmConnector {
     }
 }
 
+/// The limits a connection request offers (its IRD as `inbound`, ORD as `outbound`).
+fn peer_limits(req: &Request) -> ReadLimits {
+    ReadLimits {
+        inbound: req.ird,
+        outbound: req.ord,
+    }
+}
+
 impl traits::Connector for ShmConnector {
     fn as_any(&self) -> &dyn Any {
         self
@@ -228,7 +224,7 @@ impl traits::Connector for ShmConnector {
         private_data: &[u8],
     ) -> Result<Overlapped> {
         // Validation first, with no state change, so the connector stays usable (D8).
-        check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
+        negotiate::check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
         let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
         if dest.ip().is_unspecified() {
             return fail(Status::BAD_NETWORK_NAME);
@@ -279,10 +275,10 @@ impl traits::Connector for ShmConnector {
             g.bound = Some((sock, bound));
             return fail(Status::INSUFFICIENT_RESOURCES);
         };
-        let info = self.shared.info;
+        let offered = negotiate::offer(&self.shared.info, limits);
         let request = Request {
-            ird: limits.inbound.min(info.max_inbound_read_limit),
-            ord: limits.outbound.min(info.max_outbound_read_limit),
+            ird: offered.inbound,
+            ord: offered.outbound,
             params,
             src: local,
             dst: dest,
@@ -367,7 +363,7 @@ impl traits::Connector for ShmConnector {
         limits: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
         let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
         let mut g = self.lock();
         let State::Incoming(inc) = &g.state else {
@@ -376,17 +372,8 @@ impl traits::Connector for ShmConnector {
         if qp.conn() != Conn::Idle {
             return fail(Status::CONNECTION_ACTIVE);
         }
-        // Accept clamps to min(our capability, what the connecting peer offered): our IRD
-        // covers at most the peer's ORD, our ORD at most the peer's IRD (as tcp).
-        let info = self.shared.info;
-        let ird = limits
-            .inbound
-            .min(info.max_inbound_read_limit)
-            .min(inc.request.ord);
-        let ord = limits
-            .outbound
-            .min(info.max_outbound_read_limit)
-            .min(inc.request.ird);
+        let granted = negotiate::accept(&self.shared.info, limits, peer_limits(&inc.request));
+        let (ird, ord) = (granted.inbound, granted.outbound);
         let State::Incoming(inc) = std::mem::replace(&mut g.state, State::Done) else {
             unreachable!()
         };
@@ -427,7 +414,7 @@ impl traits::Connector for ShmConnector {
     }
 
     fn reject(&self, private_data: &[u8]) -> Result<()> {
-        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
         let mut g = self.lock();
         match std::mem::replace(&mut g.state, State::Done) {
             State::Incoming(inc) => {

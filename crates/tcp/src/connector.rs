@@ -11,11 +11,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
+use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::traits::{self, QueuePair};
 use netdirect_spi::{fail, Error, ReadLimits, Result, Status};
 use netdirect_wire::handshake::{
-    self, AcceptConfig, Initiator, InitiatorConfig, InitiatorOutcome, Negotiated,
+    self, AcceptConfig, ConnectRequest, Initiator, InitiatorConfig, InitiatorOutcome, Negotiated,
 };
 use rustix::event::epoll::EventFlags;
 use socket2::{SockAddr, Socket};
@@ -122,17 +123,7 @@ impl TcpConnector {
         g.local = Some(inc.local);
         g.peer = Some(inc.peer);
         g.peer_private_data = inc.request.private_data.clone();
-        let max_in = self.shared.info.max_inbound_read_limit;
-        let max_out = self.shared.info.max_outbound_read_limit;
-        // Passive GetReadLimits: inbound = the peer's ORD, outbound = the peer's IRD, clamped
-        // to our capabilities (IND2Connector::GetReadLimits; nd-reference.md D25).
-        g.limits = match &inc.request.enhanced {
-            Some(e) => ReadLimits {
-                inbound: u32::from(e.ord).min(max_in),
-                outbound: u32::from(e.ird).min(max_out),
-            },
-            None => ReadLimits::default(),
-        };
+        g.limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
         g.state = State::Incoming(inc);
     }
 
@@ -262,11 +253,13 @@ impl Source for TcpConnector {
     }
 }
 
-fn check_private_data(len: usize, max: u32) -> Result<()> {
-    if len > max as usize {
-        return fail(Status::INVALID_BUFFER_SIZE);
-    }
-    Ok(())
+/// The limits an MPA Request offers (its IRD as `inbound`, ORD as `outbound`); a Rev 1 request
+/// offers none.
+fn peer_limits(req: &ConnectRequest) -> ReadLimits {
+    req.enhanced.map_or(ReadLimits::default(), |e| ReadLimits {
+        inbound: u32::from(e.ird),
+        outbound: u32::from(e.ord),
+    })
 }
 
 impl traits::Connector for TcpConnector {
@@ -305,7 +298,7 @@ impl traits::Connector for TcpConnector {
         private_data: &[u8],
     ) -> Result<Overlapped> {
         // Validation first, with no state change, so the connector stays usable (D8).
-        check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
+        negotiate::check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
         let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
         if dest.ip().is_unspecified() {
             return fail(Status::BAD_NETWORK_NAME);
@@ -334,16 +327,10 @@ impl traits::Connector for TcpConnector {
             }
         };
         g.local = Some(local);
-        let info = self.shared.info;
-        let ird = limits
-            .inbound
-            .min(info.max_inbound_read_limit)
-            .min(MAX_WIRE_LIMIT);
         // With ORD 0 only the Write RTR is offered (a Read RTR would need an ORD slot).
-        let ord = limits
-            .outbound
-            .min(info.max_outbound_read_limit)
-            .min(MAX_WIRE_LIMIT);
+        let offered = negotiate::offer(&self.shared.info, limits);
+        let ird = offered.inbound.min(MAX_WIRE_LIMIT);
+        let ord = offered.outbound.min(MAX_WIRE_LIMIT);
         let init = Initiator::new(InitiatorConfig {
             crc: self.shared.config.crc,
             ird: ird as u16,
@@ -422,7 +409,7 @@ impl traits::Connector for TcpConnector {
         limits: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
         let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
         let mut g = self.lock();
         let State::Incoming(inc) = &g.state else {
@@ -433,19 +420,8 @@ impl traits::Connector for TcpConnector {
         }
         // Accept clamps to min(our capability, what the connecting peer offered): our IRD
         // covers at most the peer's ORD, our ORD at most the peer's IRD.
-        let info = self.shared.info;
-        let (peer_ird, peer_ord) = inc
-            .request
-            .enhanced
-            .map_or((0, 0), |e| (u32::from(e.ird), u32::from(e.ord)));
-        let ird = limits
-            .inbound
-            .min(info.max_inbound_read_limit)
-            .min(peer_ord);
-        let ord = limits
-            .outbound
-            .min(info.max_outbound_read_limit)
-            .min(peer_ird);
+        let granted = negotiate::accept(&self.shared.info, limits, peer_limits(&inc.request));
+        let (ird, ord) = (granted.inbound, granted.outbound);
         let (reply, neg) = handshake::accept(
             &inc.request,
             &AcceptConfig {
@@ -486,7 +462,7 @@ impl traits::Connector for TcpConnector {
     }
 
     fn reject(&self, private_data: &[u8]) -> Result<()> {
-        check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
+        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
         let mut g = self.lock();
         match std::mem::replace(&mut g.state, State::Done) {
             State::Incoming(inc) => {

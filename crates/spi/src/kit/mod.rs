@@ -4,5 +4,6 @@
 
 pub mod cq;
 pub mod mr;
+pub mod negotiate;
 pub mod overlapped;
 pub mod srq;
