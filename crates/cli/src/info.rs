@@ -3,6 +3,10 @@
 use netdirect::{AdapterFlags, Provider, ND_VERSION_2};
 
 /// Arguments of `nd info`.
+///
+/// JSON: an array with one object per provider: `provider`, `adapters` (one object per
+/// adapter: `addresses` and every ND2_ADAPTER_INFO field under its ND name, `AdapterFlags` as
+/// flag names), `variables` (`name`, `default`, `meaning` of every configuration variable).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Only this provider.
@@ -11,6 +15,22 @@ pub(crate) struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// Every configuration variable of provider `name`: (name, default, meaning), as `fi_info -e`
+/// lists them.
+fn variables(name: &str) -> Vec<(&'static str, &'static str, &'static str)> {
+    match name {
+        "tcp" => netdirect::config::TCP_VARIABLES
+            .iter()
+            .map(|v| (v.name, v.default, v.meaning))
+            .collect(),
+        "shm" => netdirect::config::SHM_VARIABLES
+            .iter()
+            .map(|v| (v.name, v.default, v.meaning))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn flag_names(f: AdapterFlags) -> Vec<String> {
@@ -32,6 +52,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     };
     let mut json = Vec::new();
     for p in providers {
+        let mut adapter_json = Vec::new();
         let addrs = p.query_address_list().map_err(|e| e.to_string())?;
         let mut adapters = std::collections::BTreeMap::new();
         for a in &addrs {
@@ -46,8 +67,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             let adapter = p.open_adapter(id).map_err(|e| e.to_string())?;
             let i = adapter.query();
             if args.json {
-                json.push(serde_json::json!({
-                    "provider": p.name(),
+                adapter_json.push(serde_json::json!({
                     "addresses": addrs.iter().map(|a| a.ip().to_string()).collect::<Vec<_>>(),
                     "InfoVersion": i.info_version, "VendorId": i.vendor_id, "DeviceId": i.device_id,
                     "AdapterId": i.adapter_id, "MaxRegistrationSize": i.max_registration_size,
@@ -136,10 +156,19 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 println!("\t{f}");
             }
         }
-        if !args.json && p.name() == "tcp" {
-            println!("  configuration:");
-            for v in netdirect::config::TCP_VARIABLES {
-                println!("    {:<28} default {:<8} {}", v.name, v.default, v.meaning);
+        let vars = variables(p.name());
+        if args.json {
+            json.push(serde_json::json!({
+                "provider": p.name(),
+                "adapters": adapter_json,
+                "variables": vars.iter().map(|(name, default, meaning)| serde_json::json!({
+                    "name": name, "default": default, "meaning": meaning,
+                })).collect::<Vec<_>>(),
+            }));
+        } else if !vars.is_empty() {
+            println!("  configuration (environment variables, read when an adapter opens):");
+            for (name, default, meaning) in vars {
+                println!("    {name:<28} default {default:<8} {meaning}");
             }
         }
     }

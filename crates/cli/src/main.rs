@@ -1,7 +1,18 @@
 //! `nd`: NetworkDirect tools in the style of Microsoft's ND examples and perftest.
+//!
+//! Every tool that needs a peer runs as a server (`-s ADDR[:PORT]`), a client
+//! (`-c ADDR[:PORT]`), or both ends on this host (`--loopback`: two processes pinned to
+//! different cores). Options that must agree between the ends are exchanged when they
+//! connect, and a mismatch fails both. `--json` makes the last line of output machine
+//! readable (see `common::Row` for the keys).
 
+mod bench;
+mod cat;
 mod common;
 mod info;
+mod mrlat;
+mod mrrate;
+mod ping;
 mod pingpong;
 mod rawstream;
 mod rawtcp;
@@ -20,30 +31,47 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Providers, adapters, every ND2_ADAPTER_INFO field and the configuration variables
-    /// (like ndadapterinfo and fi_info).
+    /// Run a short latency and bandwidth matrix over every provider on loopback, with the
+    /// raw-TCP yardsticks, and print one table (start here).
+    Bench(bench::Args),
+    /// Providers, adapters, every ND2_ADAPTER_INFO field and every configuration variable
+    /// (like ndadapterinfo and fi_info -e).
     Info(info::Args),
+    /// Check the ND address catalog (like ndcat).
+    Cat(cat::Args),
+    /// One-way Send/Receive throughput with credit flow control (like ndping).
+    Ping(ping::Args),
     /// Send/Receive ping-pong latency (like ndpingpong); latency is half a round trip.
     Pingpong(pingpong::Args),
-    /// Raw kernel-TCP ping-pong, measured like `pingpong`: the yardstick for comparisons.
-    TcpPingpong(rawtcp::Args),
-    /// RDMA Write ping-pong latency (like ndrpingpong): arrival is seen by polling the last
-    /// byte of the buffer; latency is half a round trip.
-    Rpingpong(rpingpong::Args),
     /// One-way RDMA Write or Read throughput with a pipeline of requests (like ndrping).
     Rping(rping::Args),
-    /// Raw kernel-TCP stream of fixed-size messages (like iperf3 -l): the yardstick for rping.
+    /// RDMA Write ping-pong latency (like ndrpingpong): arrival is seen in the last byte of
+    /// the buffer; latency is half a round trip.
+    Rpingpong(rpingpong::Args),
+    /// Memory registration and deregistration latency by size, one process (like ndmrlat).
+    Mrlat(mrlat::Args),
+    /// Memory registrations per second with several threads (like ndmrrate).
+    Mrrate(mrrate::Args),
+    /// Raw kernel-TCP ping-pong, measured like `pingpong`: the yardstick for latency.
+    TcpPingpong(rawtcp::Args),
+    /// Raw kernel-TCP stream of fixed-size messages (like iperf3 -l): the yardstick for
+    /// bandwidth.
     TcpStream(rawstream::Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     let r = match cli.command {
+        Command::Bench(a) => bench::run(&a),
         Command::Info(a) => info::run(&a),
+        Command::Cat(a) => cat::run(&a),
+        Command::Ping(a) => ping::run(&a),
         Command::Pingpong(a) => pingpong::run(&a),
-        Command::TcpPingpong(a) => rawtcp::run(&a),
-        Command::Rpingpong(a) => rpingpong::run(&a),
         Command::Rping(a) => rping::run(&a),
+        Command::Rpingpong(a) => rpingpong::run(&a),
+        Command::Mrlat(a) => mrlat::run(&a),
+        Command::Mrrate(a) => mrrate::run(&a),
+        Command::TcpPingpong(a) => rawtcp::run(&a),
         Command::TcpStream(a) => rawstream::run(&a),
     };
     if let Err(e) = r {

@@ -1,151 +1,141 @@
 //! `nd pingpong`: Send/Receive ping-pong latency, as Microsoft's ndpingpong measures it
-//! (half a round trip), busy-polling the completion queue.
+//! (nd-reference.md §5.2): the client Sends, the server answers each Receive with a Send of
+//! the same size; latency is half a round trip. Polling (default) or `--blocking` (each side
+//! sleeps on CQ notifications, one wake-up per message).
+//!
+//! JSON: the [`Row`](crate::common::Row) latency keys, `op` = `send`.
 
 use std::time::Instant;
 
-use netdirect::OpFlags;
+use netdirect::{OpFlags, RequestType, Sge};
 
-use crate::common::{self, Endpoint, EndpointConfig, Latency, PeerArgs, Role};
+use crate::common::{
+    self, Defaults, Endpoint, EndpointConfig, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS,
+};
 
 /// Arguments of `nd pingpong`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     peer: PeerArgs,
-    /// Message size in bytes.
-    #[arg(long, default_value_t = 8)]
-    size: usize,
-    /// Timed iterations (each one round trip).
-    #[arg(short = 'n', long = "iterations", default_value_t = 100_000)]
-    iterations: u64,
-    /// Untimed warm-up iterations.
-    #[arg(long, default_value_t = 1000)]
-    warmup: u64,
-    /// Print one JSON object.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    sizes: SizeArgs,
 }
 
-/// Receives kept posted on each side.
-const RECV_DEPTH: u32 = 16;
+/// 8 bytes, 100,000 round trips (ndpingpong's x_MaxIterations); a sweep moves at most
+/// 256 MiB per size.
+const DEFAULTS: Defaults = Defaults::new(8, 100_000, 256 << 20);
+/// Receive slots on each side; a strict ping-pong needs one, the second is slack.
+const SLOTS: usize = 2;
 const SEND_CTX: u64 = u64::MAX;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    if args.peer.loopback {
-        let mut forward: Vec<String> = vec!["pingpong".into()];
-        forward.extend([
-            "--size".into(),
-            args.size.to_string(),
-            "-n".into(),
-            args.iterations.to_string(),
-        ]);
-        forward.extend(["--warmup".into(), args.warmup.to_string()]);
-        if let Some(p) = &args.peer.provider {
-            forward.extend(["--provider".into(), p.clone()]);
-        }
-        if args.json {
-            forward.push("--json".into());
-        }
-        return common::run_loopback(&forward);
-    }
-    if let Some(cpu) = args.peer.cpu {
-        common::pin(cpu);
-    }
+    let Some(role) = args.peer.start()? else {
+        return Ok(());
+    };
+    let plan = args.sizes.plan(DEFAULTS)?;
     let provider = args.peer.provider()?;
-    let size = args.size;
-    // Receive slots follow the send area: [send | recv 0 | recv 1 | ...].
+    let slot = plan.max_size().max(1);
+    // [send | receive slot 0 | receive slot 1]
     let cfg = EndpointConfig {
-        buf_len: size * (RECV_DEPTH as usize + 1),
-        depth: RECV_DEPTH + 2,
-        inline: 0,
+        buf_len: slot * (SLOTS + 1),
+        depth: SLOTS as u32 + 2,
+        inline: 256,
+        blocking: args.peer.blocking,
+        settings: common::settings("pingpong", &args.peer, &plan, &[]),
         ..EndpointConfig::default()
     };
-    let post_recvs = |ep: &Endpoint| -> Result<(), String> {
-        for i in 0..RECV_DEPTH as usize {
-            post_recv(ep, size, i)?;
-        }
-        Ok(())
+    let post_all = |ep: &Endpoint| (0..SLOTS).try_for_each(|i| post_recv(ep, slot, i));
+    let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
+    let ep = match role {
+        Role::Server(addr) => Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?,
+        Role::Client(dest) => Endpoint::connect(&provider, dest, &cfg, post_all)?,
     };
-    let total = args.warmup + args.iterations;
-    match args.peer.role()? {
-        Role::Server(addr) => {
-            let ep = Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_recvs)?;
-            for _ in 0..total {
-                let r = ep.poll_one()?;
-                post_recv(&ep, size, r.request_context as usize)?;
-                send(&ep, size)?;
-                wait_send(&ep)?;
+    let inline_below = ep.adapter.query().inline_request_threshold as usize;
+    for &(size, n) in &plan.rounds {
+        let warmup = plan.warmup_for(n);
+        let ping = || send(&ep, size, size < inline_below);
+        match role {
+            Role::Server(_) => {
+                for _ in 0..warmup + n {
+                    complete(&ep, slot, size, false, true)?;
+                    ping()?;
+                    complete(&ep, slot, size, true, false)?;
+                }
             }
-            ep.shutdown();
+            Role::Client(_) => {
+                let mut samples = vec![0u64; n as usize];
+                for i in 0..warmup + n {
+                    let t0 = Instant::now();
+                    ping()?;
+                    complete(&ep, slot, size, true, true)?;
+                    if let Some(s) = i.checked_sub(warmup) {
+                        samples[s as usize] = t0.elapsed().as_nanos() as u64 / 2;
+                    }
+                }
+                let row = Row::new(
+                    "pingpong",
+                    provider.name(),
+                    "send",
+                    args.peer.mode(),
+                    size,
+                    n,
+                );
+                report.push(&row.latency(&mut samples));
+            }
         }
-        Role::Client(dest) => {
-            let ep = Endpoint::connect(&provider, dest, &cfg, post_recvs)?;
-            let mut samples = vec![0u64; args.iterations as usize];
-            for i in 0..total {
-                let t0 = Instant::now();
-                send(&ep, size)?;
-                wait_send(&ep)?;
-                let r = ep.poll_one()?;
-                if r.request_context == SEND_CTX {
-                    return Err("unexpected completion order".into());
+    }
+    ep.shutdown();
+    report.finish();
+    Ok(())
+}
+
+/// Reap completions until the awaited Send and/or Receive have come; a Receive is reposted
+/// into its slot at once (ndpingpong reposts before answering).
+fn complete(
+    ep: &Endpoint,
+    slot: usize,
+    size: usize,
+    mut send: bool,
+    mut recv: bool,
+) -> Result<(), String> {
+    while send || recv {
+        let r = ep.next()?;
+        match r.request_type {
+            RequestType::Send if send => send = false,
+            RequestType::Receive if recv => {
+                if r.bytes_transferred as usize != size {
+                    return Err(format!(
+                        "received {} bytes, expected {size}",
+                        r.bytes_transferred
+                    ));
                 }
-                post_recv(&ep, size, r.request_context as usize)?;
-                if i >= args.warmup {
-                    samples[(i - args.warmup) as usize] = t0.elapsed().as_nanos() as u64 / 2;
-                }
+                post_recv(ep, slot, r.request_context as usize)?;
+                recv = false;
             }
-            ep.shutdown();
-            let lat = Latency::from_ns(&mut samples);
-            report(args, provider.name(), &lat);
+            other => return Err(format!("unexpected {other:?} completion")),
         }
     }
     Ok(())
 }
 
-fn post_recv(ep: &Endpoint, size: usize, slot: usize) -> Result<(), String> {
-    let off = size * (slot + 1);
-    let sge = ep.buf.sge(off..off + size, ep.mr.get_local_token());
-    // SAFETY: each receive slot is used by exactly one posted Receive and is read only after
-    // its completion (it is never read at all: the payload is not checked here).
-    unsafe { ep.qp.receive(slot as u64, &[sge]) }.map_err(|e| format!("receive: {e}"))
+fn post_recv(ep: &Endpoint, slot: usize, i: usize) -> Result<(), String> {
+    let off = slot * (i + 1);
+    let sge = ep.buf.sge(off..off + slot, ep.mr.get_local_token());
+    // SAFETY: each receive slot is used by exactly one posted Receive; its bytes are never
+    // read (the payload is not checked, only its length).
+    unsafe { ep.qp.receive(i as u64, &[sge]) }.map_err(|e| format!("receive: {e}"))
 }
 
-fn send(ep: &Endpoint, size: usize) -> Result<(), String> {
-    let sge = ep.buf.sge(0..size, ep.mr.get_local_token());
-    // SAFETY: the send area is not written while a Send is outstanding (we wait for each).
-    unsafe { ep.qp.send(SEND_CTX, &[sge], OpFlags::empty()) }.map_err(|e| format!("send: {e}"))
-}
-
-fn wait_send(ep: &Endpoint) -> Result<(), String> {
-    let r = ep.poll_one()?;
-    if r.request_context != SEND_CTX {
-        return Err("receive completed before the send".into());
-    }
-    Ok(())
-}
-
-fn report(args: &Args, provider: &str, lat: &Latency) {
-    if args.json {
-        let v = serde_json::json!({
-            "provider": provider, "op": "send", "size": args.size, "iterations": args.iterations,
-            "min_us": lat.min_us, "median_us": lat.median_us, "mean_us": lat.mean_us,
-            "p99_us": lat.p99_us, "p999_us": lat.p999_us, "max_us": lat.max_us,
-        });
-        println!("{v}");
+fn send(ep: &Endpoint, size: usize, inline: bool) -> Result<(), String> {
+    let sge = [ep.buf.sge(0..size, ep.mr.get_local_token())];
+    let sge: &[Sge] = if size == 0 { &[] } else { &sge };
+    // nd-reference §5.0: below InlineRequestThreshold the examples send inline.
+    let flags = if inline {
+        OpFlags::INLINE
     } else {
-        println!(
-            "{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "#bytes", "#iters", "t_min[us]", "t_typ[us]", "t_avg[us]", "99%[us]", "99.9%[us]"
-        );
-        println!(
-            "{:>10} {:>10} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2}",
-            args.size,
-            args.iterations,
-            lat.min_us,
-            lat.median_us,
-            lat.mean_us,
-            lat.p99_us,
-            lat.p999_us
-        );
-    }
+        OpFlags::empty()
+    };
+    // SAFETY: the send area is never written, and each Send completes before the next.
+    unsafe { ep.qp.send(SEND_CTX, sge, flags) }.map_err(|e| format!("send: {e}"))
 }

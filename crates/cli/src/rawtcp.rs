@@ -1,41 +1,34 @@
-//! `nd tcp-pingpong`: the yardstick. A plain TCP ping-pong between two processes (TCP_NODELAY,
-//! non-blocking receive spin), measured exactly like `nd pingpong`, so the two can be run side
-//! by side and compared as a ratio.
+//! `nd tcp-pingpong`: the yardstick. A plain TCP ping-pong between two processes
+//! (TCP_NODELAY), measured exactly like `nd pingpong`, so the two can be run side by side and
+//! compared as a ratio. Polling spins on non-blocking `recv`; `--blocking` sleeps in a
+//! blocking `recv` (one wake-up per message, the floor `nd pingpong --blocking` is held to).
+//!
+//! JSON: the [`Row`](crate::common::Row) latency keys; `provider` = `kernel-tcp`, `op` =
+//! `raw-tcp`.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
-use crate::common::{self, Latency, PeerArgs, Role};
+use crate::common::{self, Defaults, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS};
 
 /// Arguments of `nd tcp-pingpong`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     peer: PeerArgs,
-    /// Message size in bytes.
-    #[arg(long, default_value_t = 8)]
-    size: usize,
-    /// Timed iterations.
-    #[arg(short = 'n', long = "iterations", default_value_t = 100_000)]
-    iterations: u64,
-    /// Untimed warm-up iterations.
-    #[arg(long, default_value_t = 1000)]
-    warmup: u64,
-    /// Block in recv instead of spinning.
-    #[arg(long)]
-    blocking: bool,
-    /// Print one JSON object.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    sizes: SizeArgs,
 }
 
-fn xrecv(s: &mut TcpStream, buf: &mut [u8]) -> Result<(), String> {
-    let mut got = 0;
-    while got < buf.len() {
-        match s.read(&mut buf[got..]) {
+const DEFAULTS: Defaults = Defaults::new(8, 100_000, 256 << 20);
+
+/// Fill `buf` from the stream; a non-blocking socket spins on `EAGAIN`.
+pub(crate) fn recv_all(s: &mut TcpStream, mut buf: &mut [u8]) -> Result<(), String> {
+    while !buf.is_empty() {
+        match s.read(buf) {
             Ok(0) => return Err("peer closed".into()),
-            Ok(n) => got += n,
+            Ok(n) => buf = &mut buf[n..],
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
                 std::hint::spin_loop()
             }
@@ -45,11 +38,11 @@ fn xrecv(s: &mut TcpStream, buf: &mut [u8]) -> Result<(), String> {
     Ok(())
 }
 
-fn xsend(s: &mut TcpStream, buf: &[u8]) -> Result<(), String> {
-    let mut sent = 0;
-    while sent < buf.len() {
-        match s.write(&buf[sent..]) {
-            Ok(n) => sent += n,
+/// Write all of `buf`; a non-blocking socket spins on `EAGAIN`.
+pub(crate) fn send_all(s: &mut TcpStream, mut buf: &[u8]) -> Result<(), String> {
+    while !buf.is_empty() {
+        match s.write(buf) {
+            Ok(n) => buf = &buf[n..],
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
                 std::hint::spin_loop()
             }
@@ -57,84 +50,75 @@ fn xsend(s: &mut TcpStream, buf: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Connect or accept one stream for a yardstick run, exchange and check `settings`, then
+/// set TCP_NODELAY and the polling/blocking mode.
+pub(crate) fn open_stream(
+    role: Role,
+    peer: &PeerArgs,
+    settings: &str,
+    nonblocking: bool,
+) -> Result<TcpStream, String> {
+    let io = |what: &'static str| move |e: std::io::Error| format!("{what}: {e}");
+    let (mut s, client) = match role {
+        Role::Server(addr) => {
+            let l = TcpListener::bind(addr).map_err(io("bind"))?;
+            if peer.announce {
+                println!("LISTENING {}", l.local_addr().map_err(io("local address"))?);
+                let _ = std::io::stdout().flush();
+            }
+            (l.accept().map_err(io("accept"))?.0, false)
+        }
+        Role::Client(dest) => (TcpStream::connect(dest).map_err(io("connect"))?, true),
+    };
+    s.set_nodelay(true).map_err(io("nodelay"))?;
+    common::exchange_tcp_settings(&mut s, settings, client)?;
+    s.set_nonblocking(nonblocking).map_err(io("nonblocking"))?;
+    Ok(s)
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    if args.peer.loopback {
-        let mut f: Vec<String> = vec![
-            "tcp-pingpong".into(),
-            "--size".into(),
-            args.size.to_string(),
-        ];
-        f.extend([
-            "-n".into(),
-            args.iterations.to_string(),
-            "--warmup".into(),
-            args.warmup.to_string(),
-        ]);
-        if args.blocking {
-            f.push("--blocking".into());
-        }
-        if args.json {
-            f.push("--json".into());
-        }
-        return common::run_loopback(&f);
-    }
-    if let Some(cpu) = args.peer.cpu {
-        common::pin(cpu);
-    }
-    let mut buf = vec![1u8; args.size];
-    let total = args.warmup + args.iterations;
-    match args.peer.role()? {
-        Role::Server(addr) => {
-            let l = TcpListener::bind(addr).map_err(|e| e.to_string())?;
-            if args.peer.announce {
-                println!("LISTENING {}", l.local_addr().map_err(|e| e.to_string())?);
-                let _ = std::io::stdout().flush();
-            }
-            let (mut s, _) = l.accept().map_err(|e| e.to_string())?;
-            s.set_nodelay(true).map_err(|e| e.to_string())?;
-            s.set_nonblocking(!args.blocking)
-                .map_err(|e| e.to_string())?;
-            for _ in 0..total {
-                xrecv(&mut s, &mut buf)?;
-                xsend(&mut s, &buf)?;
-            }
-        }
-        Role::Client(dest) => {
-            let mut s = TcpStream::connect(dest).map_err(|e| e.to_string())?;
-            s.set_nodelay(true).map_err(|e| e.to_string())?;
-            s.set_nonblocking(!args.blocking)
-                .map_err(|e| e.to_string())?;
-            let mut samples = vec![0u64; args.iterations as usize];
-            for i in 0..total {
-                let t0 = Instant::now();
-                xsend(&mut s, &buf)?;
-                xrecv(&mut s, &mut buf)?;
-                if i >= args.warmup {
-                    samples[(i - args.warmup) as usize] = t0.elapsed().as_nanos() as u64 / 2;
+    let Some(role) = args.peer.start()? else {
+        return Ok(());
+    };
+    let plan = args.sizes.plan(DEFAULTS)?;
+    let settings = common::settings("tcp-pingpong", &args.peer, &plan, &[]);
+    let mut s = open_stream(role, &args.peer, &settings, !args.peer.blocking)?;
+    let mut buf = vec![1u8; plan.max_size()];
+    let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
+    for &(size, n) in &plan.rounds {
+        let warmup = plan.warmup_for(n);
+        let buf = &mut buf[..size];
+        match role {
+            Role::Server(_) => {
+                for _ in 0..warmup + n {
+                    recv_all(&mut s, buf)?;
+                    send_all(&mut s, buf)?;
                 }
             }
-            let lat = Latency::from_ns(&mut samples);
-            let op = if args.blocking {
-                "raw-tcp-blocking"
-            } else {
-                "raw-tcp"
-            };
-            if args.json {
-                let v = serde_json::json!({
-                    "provider": "kernel-tcp", "op": op, "size": args.size, "iterations": args.iterations,
-                    "min_us": lat.min_us, "median_us": lat.median_us, "mean_us": lat.mean_us,
-                    "p99_us": lat.p99_us, "p999_us": lat.p999_us, "max_us": lat.max_us,
-                });
-                println!("{v}");
-            } else {
-                println!(
-                    "raw TCP ping-pong {} bytes: median {:.2} us, p99 {:.2} us (half round trip)",
-                    args.size, lat.median_us, lat.p99_us
+            Role::Client(_) => {
+                let mut samples = vec![0u64; n as usize];
+                for i in 0..warmup + n {
+                    let t0 = Instant::now();
+                    send_all(&mut s, buf)?;
+                    recv_all(&mut s, buf)?;
+                    if let Some(k) = i.checked_sub(warmup) {
+                        samples[k as usize] = t0.elapsed().as_nanos() as u64 / 2;
+                    }
+                }
+                let row = Row::new(
+                    "tcp-pingpong",
+                    "kernel-tcp",
+                    "raw-tcp",
+                    args.peer.mode(),
+                    size,
+                    n,
                 );
+                report.push(&row.latency(&mut samples));
             }
         }
     }
+    report.finish();
     Ok(())
 }

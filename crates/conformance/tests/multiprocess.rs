@@ -21,6 +21,10 @@ fn run(scenario: &str, family: Family, drive: Drive) {
     let mut failures = Vec::new();
     let needs = if s.name.starts_with("rdma") {
         Needs::OneSided
+    } else if s.name.starts_with("rnr") {
+        Needs::RnrTimeout
+    } else if s.name.starts_with("srq") {
+        Needs::Srq
     } else {
         Needs::TwoSided
     };
@@ -93,4 +97,8 @@ scenarios! {
     rdma_windows => "rdma-windows",
     rdma_protection => "rdma-protection",
     rdma_window_other_qp => "rdma-window-other-qp",
+    rnr_timeout => "rnr-timeout",
+    rnr_timeout_polling => "rnr-timeout-polling",
+    rnr_timeout_srq => "rnr-timeout-srq",
+    srq_server_256 => "srq-server-256",
 }

@@ -18,6 +18,7 @@ use crate::engine::Engine;
 use crate::listener::ShmListener;
 use crate::mr::{ShmMr, ShmMw};
 use crate::qp::ShmQp;
+use crate::srq::ShmSrq;
 
 /// The id of the provider's single adapter, which serves every local address.
 pub const ADAPTER_ID: u64 = 0x7368_6d00_0000_0001; // "shm" in the top bytes
@@ -58,14 +59,14 @@ pub(crate) fn adapter_info() -> AdapterInfo {
         max_read_sge: 32,
         max_transfer_length: 1 << 30,
         max_inline_data_size: 1024,
-        // Read limits are negotiated and reported exactly as tcp does; Read itself arrives with
-        // the one-sided support (it returns ND_NOT_SUPPORTED until then, as in tcp).
+        // Read limits are negotiated and reported exactly as tcp does; the target refuses a
+        // Read beyond its IRD, the initiator holds one beyond its ORD (RFC 5040 §5.4).
         max_inbound_read_limit: 128,
         max_outbound_read_limit: 128,
         max_receive_queue_depth: 16384,
         max_initiator_queue_depth: 16384,
-        // No shared receive queues yet.
-        max_shared_receive_queue_depth: 0,
+        // As deep as a queue pair's own receive queue (a software queue), as tcp.
+        max_shared_receive_queue_depth: 16384,
         max_completion_queue_depth: 65536,
         // A message of at most 48 bytes travels inside its ring cell.
         inline_request_threshold: crate::ring::INLINE_MAX as u32,
@@ -137,18 +138,23 @@ impl traits::Adapter for ShmAdapter {
     }
 
     fn create_memory_window(&self) -> Result<Arc<dyn traits::MemoryWindow>> {
-        Ok(Arc::new(ShmMw::default()))
+        Ok(Arc::new(ShmMw::new(self.shared.clone())))
     }
 
     fn create_shared_receive_queue(
         &self,
-        _depth: u32,
-        _max_request_sge: u32,
-        _notify_threshold: u32,
+        depth: u32,
+        max_request_sge: u32,
+        notify_threshold: u32,
         _group: u16,
         _affinity: usize,
     ) -> Result<Arc<dyn traits::SharedReceiveQueue>> {
-        Err(Error::new(Status::NOT_SUPPORTED))
+        Ok(ShmSrq::new(
+            self.shared.clone(),
+            depth,
+            max_request_sge,
+            notify_threshold,
+        ))
     }
 
     fn create_queue_pair(&self, config: QueuePairConfig) -> Result<Arc<dyn traits::QueuePair>> {

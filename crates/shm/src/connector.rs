@@ -349,7 +349,7 @@ impl traits::Connector for ShmConnector {
         };
         let link = Link::new(&self.shared.engine, seg, 0, sock, peer_seg_addr, qp.weak())
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        qp.establish_active(link)?;
+        qp.establish_active(link, g.limits.inbound, g.limits.outbound)?;
         g.state = State::Attached(qp);
         Ok(Overlapped::completed(
             self.shared.engine.clone(),
@@ -408,7 +408,7 @@ impl traits::Connector for ShmConnector {
             qp.weak(),
         )
         .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        qp.establish_passive(link, c)?;
+        qp.establish_passive(link, c, ird, ord)?;
         g.state = State::Attached(qp);
         Ok(ov)
     }

@@ -94,6 +94,21 @@ impl ShmCq {
     }
 }
 
+/// `GetNotifyAffinity` of CQs and SRQs. No interrupts: notifications are delivered on whichever
+/// CPU drives the I/O, so report every CPU of group 0, the actual affinity (the SPI prefers
+/// that to NOT_SUPPORTED).
+pub(crate) fn notify_affinity() -> (u16, usize) {
+    let n = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(usize::BITS as usize);
+    let mask = if n == usize::BITS as usize {
+        usize::MAX
+    } else {
+        (1usize << n) - 1
+    };
+    (0, mask)
+}
+
 impl CompletionQueue for ShmCq {
     fn as_any(&self) -> &dyn Any {
         self
@@ -125,17 +140,7 @@ impl CompletionQueue for ShmCq {
     }
 
     fn get_notify_affinity(&self) -> Result<(u16, usize)> {
-        // No interrupts: notifications are delivered on whichever CPU drives the I/O. Report
-        // every CPU of group 0, the actual affinity (the SPI prefers that to NOT_SUPPORTED).
-        let n = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(usize::BITS as usize);
-        let mask = if n == usize::BITS as usize {
-            usize::MAX
-        } else {
-            (1usize << n) - 1
-        };
-        Ok((0, mask))
+        Ok(notify_affinity())
     }
 
     fn cancel_overlapped_requests(&self) -> Result<()> {

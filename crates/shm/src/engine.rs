@@ -247,7 +247,14 @@ impl Driver for Engine {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         if let Ok(g) = self.leader.try_lock() {
             let mut ready = false;
-            self.for_each_link(|l| ready |= l.arm());
+            let mut timeout = timeout;
+            self.for_each_link(|l| {
+                ready |= l.arm();
+                // A message held for want of a Receive: wake when its bound runs out.
+                if let Some(d) = l.rnr_wait() {
+                    timeout = Some(timeout.map_or(d, |t| t.min(d)));
+                }
+            });
             if !ready {
                 self.poll(timeout);
             } else {

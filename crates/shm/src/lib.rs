@@ -89,10 +89,20 @@
 //! can garble or withhold its own messages and end the connection, but cannot make us read or
 //! write outside the segment, resize it under us, or touch our other connections.
 //!
-//! One-sided operations (Read, Write, memory windows) and shared receive queues are not
-//! implemented yet: `Read`, `Write`, `Bind` and `Invalidate` return `ND_NOT_SUPPORTED` and
-//! `MaxSharedReceiveQueueDepth` is 0. The segment and connection leave room for them (the
-//! REQUEST can carry more parameters, and the connection's socket can carry more descriptors).
+//! **One-sided operations** (`qp`, `ring`). RDMA Write and Read travel as ring records too
+//! (WRITE, WPULL, READ; answered by ACK, RRESP or TERM) and the *target* checks and performs
+//! them against its own registration table when it drives its queue pair, so the initiator
+//! never touches the target's memory and a Deregister can never race a copy (the target holds
+//! the registration while it copies). A Write of at most 32 bytes rides in one cell with its
+//! descriptor; larger ones come through the data area in chunks that the two sides copy in and
+//! out at the same time (or, with `ND_SHM_WRITE_PULL_MIN_KIB` set and when the kernel allows
+//! it, the target pulls them straight from the initiator with `process_vm_readv`: one copy but
+//! one core, slower here). Requests are pipelined; the target answers them in order. A Write
+//! completes on the target's ACK: its data is in the target's memory.
+//! A refused access completes `ND_ACCESS_VIOLATION` and ends the connection, as in `tcp`.
+//! Memory windows (Bind/Invalidate) and shared receive queues (`srq`, with the
+//! receiver-not-ready bound `ND_SHM_RNR_TIMEOUT_MS`) behave as in `tcp`. See "One-sided
+//! operations and shared receive queues (shm provider)" in `docs/ARCHITECTURE.md`.
 //!
 //! # Performance (2-vCPU VM, both ends pinned, `nd pingpong --loopback --provider shm`)
 //!
@@ -102,6 +112,19 @@
 //! | 4 KiB | 0.47 µs | |
 //! | 64 KiB | 3.8 µs | |
 //! | 1 MiB | 70–95 µs (11–15 GB/s) | libfabric shm 99–103 µs |
+//!
+//! One-sided, same conditions (`nd rpingpong` / `nd rping --loopback --provider shm`, pipeline
+//! 16; 2026-11-22, other work running on the VM at times, so throughput swings 2–4× between
+//! runs):
+//!
+//! | test | shm | side by side |
+//! |---|---|---|
+//! | `rpingpong --size 8` (median half round trip) | 0.18–0.19 µs (p99 0.23–0.24) | `pingpong --size 8` 0.18 µs |
+//! | `rping --op write --size 8` | 9.4 M Writes/s | |
+//! | `rping --op write --size 65536` | 15.6–24.7 GB/s | |
+//! | `rping --op write --size 1048576` | 6.9–18.3 GB/s, up to 27–28 in quiet moments | `memcpy_bw` 1 MiB 29–36 GB/s; `pvm_bw` 1 MiB 10.5–11.4 GB/s |
+//! | same, `ND_SHM_WRITE_PULL_MIN_KIB=16` (target pulls with `process_vm_readv`) | 10.4–10.7 GB/s | |
+//! | `rping --op read --size 1048576` | 7.9–27.9 GB/s | |
 //!
 //! The host is shared and its state moves (the same flag spin measured 0.05 µs and, minutes
 //! later, 0.2–0.6 µs): compare only numbers taken side by side.
@@ -137,7 +160,6 @@ mod sync;
 
 #[cfg(not(loom))]
 mod adapter;
-#[cfg(not(loom))]
 pub mod config;
 #[cfg(not(loom))]
 mod connector;
@@ -159,6 +181,8 @@ mod proto;
 mod qp;
 #[cfg(not(loom))]
 mod segment;
+#[cfg(not(loom))]
+mod srq;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

@@ -29,6 +29,9 @@ pub(crate) struct Link {
     pub(crate) rx_pos: AtomicU64,
     /// The next record is a message but no Receive is posted: not ready until one is.
     pub(crate) rx_stalled: AtomicBool,
+    /// When the held message's receiver-not-ready bound runs out ([`now_ns`]; 0: no bound
+    /// running), R-QP-7.
+    pub(crate) rnr_deadline: AtomicU64,
     /// The producer has queued Sends waiting for space; it last saw these tails.
     pub(crate) tx_blocked: AtomicBool,
     pub(crate) tx_seen: [AtomicU64; 2],
@@ -77,6 +80,7 @@ impl Link {
                 qp,
                 rx_pos: AtomicU64::new(0),
                 rx_stalled: AtomicBool::new(false),
+                rnr_deadline: AtomicU64::new(0),
                 tx_blocked: AtomicBool::new(false),
                 tx_seen: [AtomicU64::new(0), AtomicU64::new(0)],
                 peer_eof: AtomicBool::new(false),
@@ -137,11 +141,31 @@ impl Link {
         }
     }
 
+    /// The held message's receiver-not-ready bound ran out.
+    pub(crate) fn rnr_expired(&self) -> bool {
+        let d = self.rnr_deadline.load(Ordering::Relaxed);
+        d != 0 && now_ns() >= d
+    }
+
+    /// How long until the held message's bound runs out, if one is running (a sleeper wakes
+    /// by then to end the connection).
+    pub(crate) fn rnr_wait(&self) -> Option<std::time::Duration> {
+        match self.rnr_deadline.load(Ordering::Relaxed) {
+            0 => None,
+            d => Some(std::time::Duration::from_nanos(d.saturating_sub(now_ns()))),
+        }
+    }
+
     /// Whether the queue pair has something to do (lock-free).
     pub(crate) fn has_work(&self) -> bool {
         let rx = self.rx();
-        (!self.rx_stalled.load(Ordering::Acquire)
-            && Consumer::ready_at(&rx, self.rx_pos.load(Ordering::Relaxed)))
+        let ready = if self.rx_stalled.load(Ordering::Acquire) {
+            // Nothing to take until a Receive is posted, unless the wait timed out.
+            self.rnr_expired()
+        } else {
+            Consumer::ready_at(&rx, self.rx_pos.load(Ordering::Relaxed))
+        };
+        ready
             || (self.tx_blocked.load(Ordering::Acquire) && self.tails_moved())
             || self.peer_closed()
             || self.peer_eof.load(Ordering::Acquire)
@@ -246,6 +270,13 @@ impl Link {
             self.engine.remove_link(key as usize);
         }
     }
+}
+
+/// Nanoseconds since the first call in this process, plus one (so 0 never is a deadline).
+pub(crate) fn now_ns() -> u64 {
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let base = BASE.get_or_init(std::time::Instant::now);
+    base.elapsed().as_nanos() as u64 + 1
 }
 
 impl Source for Link {

@@ -24,6 +24,15 @@ pub(crate) struct Seg {
     pub(crate) reg: Option<Arc<Registration>>,
 }
 
+impl Seg {
+    /// An unused slot (for arrays built without allocating).
+    pub(crate) const EMPTY: Self = Self {
+        addr: 0,
+        len: 0,
+        reg: None,
+    };
+}
+
 /// The checked segments of one request, seen as one message.
 #[derive(Debug)]
 pub(crate) struct Segs<'a>(pub(crate) &'a [Seg]);
@@ -239,4 +248,59 @@ pub(crate) fn probe(pid: i32, addr: u64, expect: u64) -> bool {
     // kernel against the peer's address space.
     let n = unsafe { libc::process_vm_readv(pid, &l, 1, &r, 1, 0) };
     n == 8 && word == expect
+}
+
+/// A record's inline bytes: a one-sided request's 16-byte descriptor, then message bytes
+/// `off..` of `rest` (an RDMA Write whose data fits in the cell with its descriptor).
+#[derive(Debug)]
+pub(crate) struct Prefixed<'a, G> {
+    pub(crate) head: &'a [u8],
+    pub(crate) rest: &'a G,
+}
+
+// SAFETY: pieces of the borrowed `head` slice, within its bounds, then `rest`'s pieces, which
+// its own (sound) implementation bounds.
+unsafe impl<G: Gather> Gather for Prefixed<'_, G> {
+    fn pieces(&self, off: u64, len: usize, mut f: impl FnMut(*const u8, usize)) {
+        let h = self.head.len() as u64;
+        let mut left = len;
+        let mut pos = off;
+        if pos < h {
+            let n = ((h - pos) as usize).min(left);
+            f(self.head[pos as usize..pos as usize + n].as_ptr(), n);
+            left -= n;
+            pos += n as u64;
+        }
+        if left > 0 {
+            self.rest.pieces(pos - h, left, f);
+        }
+    }
+}
+
+/// One checked range of our own registered memory, as the target of a peer's RDMA Write or
+/// the source of its RDMA Read: the `[addr, addr + len)` the target-side check accepted
+/// against a live registration (`qp::ShmQp::check_remote`), which the queue pair holds while
+/// it copies.
+pub(crate) fn target(addr: u64, len: u64) -> Seg {
+    Seg {
+        addr,
+        len: u32::try_from(len).unwrap_or(u32::MAX),
+        reg: None,
+    }
+}
+
+/// Copy `len` bytes from `src` into the memory of `dst` (a peer's inline RDMA Write).
+///
+/// # Safety
+/// `dst` names `len` writable bytes: a range that passed the remote-write check against a
+/// registration the caller holds across the call.
+pub(crate) unsafe fn copy<G: Gather>(src: &G, dst: &Seg, len: usize) {
+    let mut at = dst.addr;
+    src.pieces(0, len.min(dst.len as usize), |p, n| {
+        // SAFETY: `p` is readable for `n` bytes (`Gather`); `at..at + n` lies inside `dst`
+        // (the pieces add up to at most `dst.len`), writable by the caller's contract; the
+        // ranges cannot overlap (ring or stack bytes against registered memory).
+        unsafe { std::ptr::copy_nonoverlapping(p, at as usize as *mut u8, n) };
+        at += n as u64;
+    });
 }

@@ -1,7 +1,7 @@
 //! `IND2MemoryRegion` and `IND2MemoryWindow` for the `shm` provider.
 
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use netdirect_spi::kit::mr::{RegionSlot, Registration};
 use netdirect_spi::kit::overlapped::Overlapped;
@@ -14,8 +14,8 @@ use crate::adapter::Shared;
 /// [`RegionSlot`], shared with the other software providers.
 #[derive(Debug)]
 pub(crate) struct ShmMr {
-    shared: Arc<Shared>,
-    region: RegionSlot,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) region: RegionSlot,
 }
 
 impl ShmMr {
@@ -24,6 +24,11 @@ impl ShmMr {
             shared,
             region: RegionSlot::new(),
         }
+    }
+
+    /// Recognise one of ours among the SPI objects.
+    pub(crate) fn downcast(mr: &Arc<dyn MemoryRegion>) -> Option<&Self> {
+        mr.as_any().downcast_ref::<Self>()
     }
 }
 
@@ -77,10 +82,37 @@ impl Drop for ShmMr {
     }
 }
 
-/// A memory window object (bound by the one-sided support).
-#[derive(Debug, Default)]
+/// A memory window object: invalid until `QueuePair::bind` binds it over a region; the
+/// binding lives in its registration (kind `Window`, the parent region, the queue pair).
+#[derive(Debug)]
 pub(crate) struct ShmMw {
-    pub(crate) reg: Mutex<Option<Arc<Registration>>>,
+    pub(crate) shared: Arc<Shared>,
+    /// The current (or last) binding and its token. Weak: the table and the queue pair the
+    /// window is bound through hold it; once unbound (Invalidate, or the end of that
+    /// connection) nothing keeps it or its region alive, so the region's Deregister can
+    /// complete. A dead or revoked registration means "not bound".
+    pub(crate) reg: Mutex<Option<(u32, Weak<Registration>)>>,
+}
+
+impl ShmMw {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            reg: Mutex::new(None),
+        }
+    }
+
+    /// The registration of the window's live binding, if it is bound.
+    pub(crate) fn bound(slot: &Option<(u32, Weak<Registration>)>) -> Option<Arc<Registration>> {
+        slot.as_ref()
+            .and_then(|(_, w)| w.upgrade())
+            .filter(|r| r.is_valid())
+    }
+
+    /// Recognise one of ours among the SPI objects.
+    pub(crate) fn downcast(mw: &Arc<dyn MemoryWindow>) -> Option<&Self> {
+        mw.as_any().downcast_ref::<Self>()
+    }
 }
 
 impl MemoryWindow for ShmMw {
@@ -89,10 +121,11 @@ impl MemoryWindow for ShmMw {
     }
 
     fn get_remote_token(&self) -> u32 {
+        // Valid as soon as Bind returns (the binding is made inside the Bind call).
         self.reg
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .map_or(0, |r| r.token.to_be())
+            .map_or(0, |(token, _)| token.to_be())
     }
 }

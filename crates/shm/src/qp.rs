@@ -11,20 +11,32 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use netdirect_spi::kit::cq::{ProgressSource, PushKind};
-use netdirect_spi::kit::mr::{Access, AccessError, Registration};
+use netdirect_spi::kit::mr::{Access, AccessError, Kind, NewRegistration, Registration};
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
-use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
+use netdirect_spi::{fail, Error, MrFlags, NdResult, OpFlags, RequestType, Result, Sge, Status};
 
 use crate::adapter::Shared;
 use crate::cq::ShmCq;
 use crate::link::Link;
-use crate::mem::{self, InlineSges, Owned, OwnedMut, Seg, Segs, Src};
-use crate::ring::{flag, kind, Consumer, Producer, Violation, INLINE_MAX, RTS_MAX_SGES};
+use crate::mem::{self, InlineSges, Owned, OwnedMut, Prefixed, Seg, Segs, Src};
+use crate::mr::{ShmMr, ShmMw};
+use crate::ring::{flag, kind, Consumer, Desc, Producer, Violation, INLINE_MAX, RTS_MAX_SGES};
+use crate::srq::ShmSrq;
+use netdirect_spi::kit::srq::Seg as SrqSeg;
+
+/// Queue pair ids: a window remembers the queue pair it was bound through.
+static NEXT_QP_ID: AtomicU32 = AtomicU32::new(1);
+
+/// Largest RDMA Write that travels in one cell with its descriptor.
+const WRITE_INLINE_MAX: usize = INLINE_MAX - Desc::LEN;
+
+/// Most SGEs an INLINE request may carry (the SGE limit does not apply to them), as in `tcp`.
+const MAX_INLINE_SGE: usize = 64;
 
 /// Idle polls between two checks of the socket for the peer's end-of-file (a killed peer is
 /// noticed within this many polls of a busy-polling survivor; a sleeping one notices at once).
@@ -52,15 +64,50 @@ struct RecvWr {
     total: u64,
 }
 
+/// What an initiator request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Send,
+    /// RDMA Write to the peer's memory.
+    Write(Desc),
+    /// RDMA Read from the peer's memory.
+    Read(Desc),
+    /// Bind and Invalidate act at post time and complete in their turn.
+    Bind,
+    Invalidate,
+}
+
 #[derive(Debug)]
 struct SendWr {
     context: u64,
     flags: OpFlags,
     total: u64,
-    /// `INLINE` data captured at post time because the Send had to wait.
+    op: Op,
+    /// `INLINE` data captured at post time because the request had to wait.
     inline: Option<Vec<u8>>,
-    /// Announced as an RTS record: the peer pulls it; it completes on the peer's ACK.
-    rts: bool,
+    /// Its records are in the ring and it completes on the peer's answer: the ACK of an RTS
+    /// Send or of a Write (the target placed it), the response of a Read, or a TERM record
+    /// (the target refused it). The target answers in the order of the requests, so an
+    /// answer always belongs to the oldest waiting request; requests behind it may already be
+    /// in the ring (pipelined) but complete after it.
+    awaiting: bool,
+    /// An error found at post time: completes with this status in its turn and ends the
+    /// connection (R-QP-6).
+    error: Option<Status>,
+}
+
+impl SendWr {
+    fn new(context: u64, flags: OpFlags, total: u64, op: Op) -> Self {
+        Self {
+            context,
+            flags,
+            total,
+            op,
+            inline: None,
+            awaiting: false,
+            error: None,
+        }
+    }
 }
 
 /// A FIFO of work requests, each with up to `per` segments, in one preallocated slab.
@@ -109,6 +156,19 @@ impl<T> WrQueue<T> {
     fn front_mut(&mut self) -> Option<&mut T> {
         self.wrs.front_mut().map(|(wr, _)| wr)
     }
+    /// The `i`-th request from the front, with its segments.
+    fn get(&self, i: usize) -> Option<(&T, &[Seg])> {
+        let (wr, n) = self.wrs.get(i)?;
+        let mut slot = self.head_slot + i;
+        if slot >= self.cap {
+            slot -= self.cap;
+        }
+        let base = slot * self.per;
+        Some((wr, &self.segs[base..base + *n as usize]))
+    }
+    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.wrs.get_mut(i).map(|(wr, _)| wr)
+    }
     fn front(&self) -> Option<(&T, &[Seg])> {
         let (wr, n) = self.wrs.front()?;
         let base = self.head_slot * self.per;
@@ -128,6 +188,15 @@ impl<T> WrQueue<T> {
     }
 }
 
+/// What became of a peer's one-sided request.
+enum Served {
+    Done,
+    /// Refused by the protection checks: TERM, then the connection ends.
+    Refused,
+    /// A record that breaks the protocol.
+    Broken,
+}
+
 /// What became of an RTS record.
 enum Pulled {
     Done,
@@ -135,12 +204,44 @@ enum Pulled {
     Closed,
 }
 
-/// A chunked message being received into the front Receive.
+/// Where the bytes of a chunked incoming record sequence go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sink {
+    /// A Send: the front Receive.
+    Recv,
+    /// The peer's RDMA Write: our memory at this address (checked when the Write began; the
+    /// registration is held in `Inner::rx_reg`).
+    Write(u64),
+    /// The response to our front Read: its sink segments.
+    Read,
+}
+
+/// A chunked message being received.
 #[derive(Debug, Clone, Copy)]
 struct RxMsg {
     pos: u64,
     total: u64,
     solicited: bool,
+    sink: Sink,
+}
+
+/// One answer owed to the peer (target side).
+#[derive(Debug)]
+enum Answer {
+    Ack,
+    Read(Resp),
+}
+
+/// The response to the peer's RDMA Read, being pushed into our ring (target side).
+#[derive(Debug)]
+struct Resp {
+    addr: u64,
+    total: u64,
+    sent: u64,
+    /// The RRESP header record is in the ring; CHUNK records follow.
+    hdr: bool,
+    /// The source registration, held until the last byte is in the ring (a Deregister waits).
+    _reg: Option<Arc<Registration>>,
 }
 
 struct Inner {
@@ -152,15 +253,46 @@ struct Inner {
     sq: WrQueue<SendWr>,
     /// Bytes of the front Send already in the ring.
     tx_sent: u64,
-    /// ACK records owed to the peer for RTS messages we pulled.
-    acks_owed: u32,
+    /// The first `in_ring` requests of `sq` are entirely in the ring: each waits for the
+    /// peer's answer (`awaiting`) or for the ones before it to complete. The next one is being
+    /// pushed (`tx_sent`, `tx_hdr`).
+    in_ring: usize,
+    /// Reads among them still waiting for their response (at most the ORD).
+    reads_out: u32,
+    /// The Write being pushed has its header record in the ring; its CHUNK records follow.
+    tx_hdr: bool,
+    /// What we owe the peer for its requests, in the order they came (ACK for an RTS message
+    /// we pulled or a Write we placed, the response to a Read): it matches each answer to its
+    /// oldest waiting request.
+    answers: VecDeque<Answer>,
+    /// Read responses among `answers` (at most our IRD).
+    answers_reads: u32,
     rx_msg: Option<RxMsg>,
+    /// The registration an incoming chunked Write is placed into.
+    rx_reg: Option<Arc<Registration>>,
+    /// Read limits of the connection: Reads the peer may have in flight toward us (IRD) and
+    /// Reads we may issue (ORD).
+    ird: u32,
+    ord: u32,
+    /// We consumed records or published some: the peer's `waiting` word must be checked
+    /// before the lock is released ([`ShmQp::flush_wake`]).
+    wake_owed: bool,
+    /// Windows bound through this queue pair (unbound when the connection ends).
+    windows: Vec<Arc<Registration>>,
+    /// Last registration a peer's one-sided request resolved to (weak: a Deregister must not
+    /// wait for it).
+    rcache: Weak<Registration>,
     accept: Option<OvCompleter>,
     disconnect_waiters: PendingRequests<()>,
     /// Last registration a local SGE resolved to: most posts reuse the same buffer.
-    cache: Option<Arc<Registration>>,
+    /// Weak: a Deregister completes when the last user lets go, and a cache is no user.
+    cache: Weak<Registration>,
     /// Scratch for checked segments (no allocation per post).
     scratch: Vec<Seg>,
+    /// Where a Receive taken from the SRQ lands before it moves into `rq`.
+    srq_scratch: Vec<SrqSeg>,
+    /// On the SRQ's stalled list.
+    srq_listed: bool,
 }
 
 impl Inner {
@@ -173,12 +305,24 @@ impl Inner {
             rq: WrQueue::new(1, 1),
             sq: WrQueue::new(1, 1),
             tx_sent: 0,
-            acks_owed: 0,
+            in_ring: 0,
+            reads_out: 0,
+            tx_hdr: false,
+            answers: VecDeque::new(),
+            answers_reads: 0,
             rx_msg: None,
+            rx_reg: None,
+            ird: 0,
+            ord: 0,
+            wake_owed: false,
+            windows: Vec::new(),
+            rcache: Weak::new(),
             accept: None,
             disconnect_waiters: PendingRequests::new(),
-            cache: None,
+            cache: Weak::new(),
             scratch: Vec::new(),
+            srq_scratch: Vec::new(),
+            srq_listed: false,
         }
     }
 }
@@ -189,7 +333,11 @@ pub(crate) struct ShmQp {
     shared: Arc<Shared>,
     rcq: Arc<ShmCq>,
     icq: Arc<ShmCq>,
+    /// `CreateQueuePairWithSrq`: Receives come from here, one message at a time, into `rq`.
+    srq: Option<Arc<ShmSrq>>,
     context: u64,
+    /// This queue pair's id (a window bound through it carries it).
+    id: u32,
     max_transfer: u64,
     inline_size: u64,
     /// Set once, at establishment: lets a poll check the ring without the lock.
@@ -219,9 +367,24 @@ impl ShmQp {
     pub(crate) fn new(shared: Arc<Shared>, cfg: &QueuePairConfig) -> Result<Arc<Self>> {
         let rcq = ShmCq::downcast(&cfg.receive_cq).ok_or(Error::invalid_parameter(2))?;
         let icq = ShmCq::downcast(&cfg.initiator_cq).ok_or(Error::invalid_parameter(3))?;
-        if cfg.srq.is_some() {
-            return fail(Status::NOT_SUPPORTED);
-        }
+        // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
+        let srq = match &cfg.srq {
+            Some(s) => Some(
+                ShmSrq::downcast(s)
+                    .filter(|s| Arc::ptr_eq(&s.shared, &shared))
+                    .ok_or(Error::invalid_parameter(4))?,
+            ),
+            None => None,
+        };
+        // With an SRQ, `rq` holds only the Receive taken for the message being received.
+        let (rq_depth, rq_segs) = match &srq {
+            Some(s) => (1, s.max_segs()),
+            None => (
+                cfg.receive_queue_depth as usize,
+                seg_capacity(cfg.max_receive_request_sge),
+            ),
+        };
+        let srq_scratch = vec![SrqSeg::default(); if srq.is_some() { rq_segs } else { 0 }];
         let info = shared.info;
         let per = seg_capacity(
             cfg.max_receive_request_sge
@@ -232,7 +395,9 @@ impl ShmQp {
             shared: shared.clone(),
             rcq: rcq.clone(),
             icq: icq.clone(),
+            srq,
             context: cfg.context,
+            id: NEXT_QP_ID.fetch_add(1, Ordering::Relaxed),
             max_transfer: u64::from(info.max_transfer_length),
             inline_size: u64::from(cfg.inline_data_size).max(INLINE_LIMIT),
             link: OnceLock::new(),
@@ -241,21 +406,30 @@ impl ShmQp {
                 link: None,
                 prod: Producer::default(),
                 cons: Consumer::default(),
-                rq: WrQueue::new(
-                    cfg.receive_queue_depth as usize,
-                    seg_capacity(cfg.max_receive_request_sge),
-                ),
+                rq: WrQueue::new(rq_depth, rq_segs),
                 sq: WrQueue::new(
                     cfg.initiator_queue_depth as usize,
                     seg_capacity(cfg.max_initiator_request_sge),
                 ),
                 tx_sent: 0,
-                acks_owed: 0,
+                in_ring: 0,
+                reads_out: 0,
+                tx_hdr: false,
+                answers: VecDeque::new(),
+                answers_reads: 0,
                 rx_msg: None,
+                rx_reg: None,
+                ird: 0,
+                ord: 0,
+                wake_owed: false,
+                windows: Vec::new(),
+                rcache: Weak::new(),
                 accept: None,
                 disconnect_waiters: PendingRequests::new(),
-                cache: None,
-                scratch: vec![Seg::default(); per.max(64)],
+                cache: Weak::new(),
+                scratch: vec![Seg::default(); per.max(rq_segs).max(64)],
+                srq_scratch,
+                srq_listed: false,
             }),
         });
         let src: Weak<dyn ProgressSource> = qp.me.clone();
@@ -309,24 +483,54 @@ impl ShmQp {
         );
     }
 
+    /// Complete an initiator request (suppressed for `SILENT_SUCCESS` successes). A successful
+    /// Write or Read reports its length, as in `tcp`.
+    fn complete_wr(&self, wr: &SendWr, status: Status) {
+        if status == Status::SUCCESS && wr.flags.contains(OpFlags::SILENT_SUCCESS) {
+            return;
+        }
+        let (request_type, bytes) = match wr.op {
+            Op::Send => (RequestType::Send, 0),
+            Op::Write(_) => (RequestType::Write, wr.total),
+            Op::Read(_) => (RequestType::Read, wr.total),
+            Op::Bind => (RequestType::Bind, 0),
+            Op::Invalidate => (RequestType::Invalidate, 0),
+        };
+        let bytes = if status == Status::SUCCESS {
+            u32::try_from(bytes).unwrap_or(u32::MAX)
+        } else {
+            0
+        };
+        self.icq.push(
+            NdResult {
+                status,
+                bytes_transferred: bytes,
+                qp_context: self.context,
+                request_context: wr.context,
+                request_type,
+            },
+            PushKind::default(),
+        );
+    }
+
     /// Resolve and check one local SGE; the registration is kept with the request.
     fn check_local(
         &self,
-        cache: &mut Option<Arc<Registration>>,
+        cache: &mut Weak<Registration>,
         s: &Sge,
         access: Access,
     ) -> std::result::Result<Seg, AccessError> {
         let addr = s.buffer as usize as u64;
         let len = u64::from(s.buffer_length);
-        let reg = match cache {
-            Some(r) if r.token == s.memory_region_token && r.is_valid() => r.clone(),
+        let reg = match cache.upgrade() {
+            Some(r) if r.token == s.memory_region_token && r.is_valid() => r,
             _ => {
                 let r = self
                     .shared
                     .mrs
                     .lookup(s.memory_region_token)
                     .ok_or(AccessError::InvalidToken)?;
-                *cache = Some(r.clone());
+                *cache = Arc::downgrade(&r);
                 r
             }
         };
@@ -339,10 +543,11 @@ impl ShmQp {
     }
 
     /// Whether every SGE lies in the cached registration with local read access (the common
-    /// case of a small Send from the buffer used last), checked without touching reference
-    /// counts.
+    /// case of a small Send from the buffer used last), checked without keeping a reference.
     fn cached_readable(&self, g: &Inner, sge: &[Sge]) -> bool {
-        let Some(r) = &g.cache else { return false };
+        let Some(r) = g.cache.upgrade() else {
+            return false;
+        };
         sge.iter().all(|s| {
             s.memory_region_token == r.token
                 && r.check(
@@ -374,6 +579,10 @@ impl ShmQp {
     /// # Safety
     /// See [`traits::QueuePair::receive`].
     unsafe fn post_receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
+        if self.srq.is_some() {
+            // Its Receives are posted to the shared receive queue (as tcp).
+            return fail(Status::INVALID_DEVICE_REQUEST);
+        }
         let mut g = self.lock();
         if sge.len() > g.rq.max_segs() {
             return fail(Status::DATA_OVERRUN);
@@ -400,6 +609,7 @@ impl ShmQp {
             if link.rx_stalled.load(Ordering::Acquire) {
                 link.rx_stalled.store(false, Ordering::Release);
                 self.progress_rx(&mut g);
+                self.flush_wake(&mut g);
             }
         }
         Ok(())
@@ -437,14 +647,19 @@ impl ShmQp {
             self.complete_send(context, flags, Status::CANCELED);
             return Ok(());
         }
-        let direct = g.sq.len() == 0 && g.conn == Conn::Established && total <= INLINE_MAX as u64;
+        // Into the ring within the post when nothing queued waits to go in before it (requests
+        // already in the ring and waiting for answers do not stop it) and no fence holds it.
+        let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
+        let direct = g.sq.len() == g.in_ring
+            && g.conn == Conn::Established
+            && total <= INLINE_MAX as u64
+            && !fenced;
         if inline {
             if direct {
                 // SAFETY: INLINE memory is readable during this call (the poster's contract).
                 let src = unsafe { InlineSges::new(sge) };
                 if self.try_push_small(&mut g, &src, total as usize, flags) {
-                    drop(g);
-                    self.complete_send(context, flags, Status::SUCCESS);
+                    self.pushed_send(g, context, flags, total);
                     return Ok(());
                 }
             }
@@ -453,13 +668,8 @@ impl ShmQp {
             let mut data = Vec::with_capacity(total as usize);
             // SAFETY: as above.
             unsafe { mem::capture(sge, &mut data) };
-            let wr = SendWr {
-                context,
-                flags,
-                total,
-                inline: Some(data),
-                rts: false,
-            };
+            let mut wr = SendWr::new(context, flags, total, Op::Send);
+            wr.inline = Some(data);
             g.sq.push(wr, &mut []);
         } else {
             if direct && self.cached_readable(&g, sge) {
@@ -468,30 +678,36 @@ impl ShmQp {
                 // until the Send completes; it is copied into the ring within this call.
                 let src = unsafe { InlineSges::new(sge) };
                 if self.try_push_small(&mut g, &src, total as usize, flags) {
-                    drop(g);
-                    self.complete_send(context, flags, Status::SUCCESS);
+                    self.pushed_send(g, context, flags, total);
                     return Ok(());
                 }
             }
             if !self.check_all(&mut g, sge, Access::LocalRead) {
-                drop(g);
-                self.complete_send(context, flags, Status::ACCESS_VIOLATION);
-                let mut g = self.lock();
-                self.close(&mut g, Status::CONNECTION_REFUSED);
+                // Completes ND_ACCESS_VIOLATION in its turn, then the connection ends.
+                let mut wr = SendWr::new(context, flags, total, Op::Send);
+                wr.error = Some(Status::ACCESS_VIOLATION);
+                g.sq.push(wr, &mut []);
+                self.progress_tx(&mut g);
                 return Ok(());
             }
-            let wr = SendWr {
-                context,
-                flags,
-                total,
-                inline: None,
-                rts: false,
-            };
+            let wr = SendWr::new(context, flags, total, Op::Send);
             let Inner { sq, scratch, .. } = &mut *g;
             sq.push(wr, &mut scratch[..sge.len()]);
         }
         self.progress_tx(&mut g);
         Ok(())
+    }
+
+    /// A Send just put in the ring by its post: complete at once when nothing is ahead of it,
+    /// else queue it, already in the ring, to complete in its turn.
+    fn pushed_send(&self, mut g: MutexGuard<'_, Inner>, context: u64, flags: OpFlags, total: u64) {
+        if g.sq.len() == 0 {
+            drop(g);
+            self.complete_send(context, flags, Status::SUCCESS);
+            return;
+        }
+        g.sq.push(SendWr::new(context, flags, total, Op::Send), &mut []);
+        g.in_ring += 1;
     }
 
     /// Put a message of at most `INLINE_MAX` bytes in one cell, if there is room.
@@ -524,7 +740,209 @@ impl ShmQp {
         true
     }
 
-    /// Move queued Sends into the ring while there is room; complete those fully written.
+    /// `Write` and `Read`: validation and local SGE checks, then the initiator queue.
+    ///
+    /// # Safety
+    /// See [`traits::QueuePair::write`] and `read`.
+    unsafe fn post_rdma(&self, context: u64, sge: &[Sge], flags: OpFlags, op: Op) -> Result<()> {
+        let is_read = matches!(op, Op::Read(_));
+        let allowed = if is_read {
+            OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE
+        } else {
+            OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE | OpFlags::INLINE
+        };
+        // The flags parameter is the 6th of Read and Write.
+        if !allowed.contains(flags) {
+            return Err(Error::invalid_parameter(6));
+        }
+        let mut g = self.lock();
+        if g.conn == Conn::Idle {
+            return fail(Status::CONNECTION_INVALID);
+        }
+        let inline = flags.contains(OpFlags::INLINE);
+        let max_sge = if inline {
+            MAX_INLINE_SGE
+        } else {
+            g.sq.max_segs()
+        };
+        if sge.len() > max_sge {
+            return fail(Status::DATA_OVERRUN);
+        }
+        if g.sq.is_full() {
+            return fail(Status::NO_MORE_ENTRIES);
+        }
+        let total = total_len(sge);
+        if total > self.max_transfer || (inline && total > self.inline_size) {
+            return fail(Status::BUFFER_OVERFLOW);
+        }
+        if is_read && g.conn != Conn::Closed && g.ord == 0 {
+            // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
+            // a peer with IRD 0): such a Read could never be issued (as tcp).
+            return fail(Status::INVALID_DEVICE_REQUEST);
+        }
+        let mut wr = SendWr::new(context, flags, total, op);
+        if g.conn == Conn::Closed {
+            drop(g);
+            self.complete_wr(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        let mut n = 0;
+        if inline {
+            if let Op::Write(d) = op {
+                let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
+                if g.sq.len() == g.in_ring && g.conn == Conn::Established && !fenced {
+                    // SAFETY: INLINE memory is readable during this call (the poster's
+                    // contract); it is copied into the ring within this call.
+                    let src = unsafe { InlineSges::new(sge) };
+                    match self.try_push_write_inline(&mut g, d, &src, total as usize) {
+                        Some(true) => {
+                            wr.awaiting = true;
+                            g.sq.push(wr, &mut []);
+                            g.in_ring += 1;
+                            return Ok(());
+                        }
+                        Some(false) => {}
+                        None => {
+                            // The connection ended under us: everything was flushed.
+                            drop(g);
+                            self.complete_wr(&wr, Status::CANCELED);
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            // It waits: capture the bytes now so the buffer may be reused at once.
+            let mut data = Vec::with_capacity(total as usize);
+            // SAFETY: INLINE memory is readable during this call.
+            unsafe { mem::capture(sge, &mut data) };
+            wr.inline = Some(data);
+        } else {
+            // A Read's sink must be locally writable; a Write's source readable.
+            let access = if is_read {
+                Access::LocalWrite
+            } else {
+                Access::LocalRead
+            };
+            if self.check_all(&mut g, sge, access) {
+                n = sge.len();
+            } else {
+                wr.error = Some(Status::ACCESS_VIOLATION);
+            }
+        }
+        let Inner { sq, scratch, .. } = &mut *g;
+        sq.push(wr, &mut scratch[..n]);
+        self.progress_tx(&mut g);
+        Ok(())
+    }
+
+    /// Put an `INLINE` Write (at most the inline size, which is below a chunk) in the ring
+    /// within the post, if there is room for all of it: one cell with its descriptor when at
+    /// most [`WRITE_INLINE_MAX`] bytes, else the descriptor and one CHUNK record. Nothing is
+    /// captured, so nothing is allocated. `Some(true)` pushed, `Some(false)` no room, `None`
+    /// the connection ended.
+    fn try_push_write_inline<G: crate::ring::Gather>(
+        &self,
+        g: &mut Inner,
+        d: Desc,
+        src: &G,
+        len: usize,
+    ) -> Option<bool> {
+        let link = self.link.get()?;
+        let tx = link.tx();
+        let small = len <= WRITE_INLINE_MAX;
+        let room = if small {
+            g.prod.has_room(&tx, 0)
+        } else if len <= self.shared.config.chunk {
+            g.prod.has_room_for(&tx, 2, len as u64)
+        } else {
+            Ok(false)
+        };
+        match room {
+            Ok(true) => {}
+            Ok(false) => return Some(false),
+            Err(Violation) => {
+                self.close(g, Status::CONNECTION_REFUSED);
+                return None;
+            }
+        }
+        let head = d.encode();
+        if small {
+            let src = Prefixed {
+                head: &head,
+                rest: src,
+            };
+            g.prod
+                .push_header(&tx, kind::WRITE, 0, len as u32, &src, 0, Desc::LEN + len);
+        } else {
+            let h = &Owned(&head);
+            g.prod
+                .push_header(&tx, kind::WRITE, 0, len as u32, h, 0, Desc::LEN);
+            g.prod.push_chunk(&tx, flag::LAST, len as u32, src, 0, len);
+        }
+        link.wake_peer();
+        Some(true)
+    }
+
+    /// Push the answers we owe, in order, as far as they fit. `Ok(true)`: all of them.
+    fn push_answers(
+        &self,
+        g: &mut Inner,
+        tx: &crate::segment::Chan<'_>,
+    ) -> Result<bool, Violation> {
+        while let Some(a) = g.answers.front() {
+            let done = match a {
+                Answer::Ack => g.prod.has_room(tx, 0)?.then(|| {
+                    g.prod.push_inline(tx, kind::ACK, 0, &Owned(&[]), 0, 0);
+                }),
+                Answer::Read(_) => self.push_resp(g, tx)?.then_some(()),
+            };
+            if done.is_none() {
+                return Ok(false);
+            }
+            if let Some(Answer::Read(_)) = g.answers.pop_front() {
+                g.answers_reads -= 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Push as much of the response at the front of `answers` as fits. `Ok(true)`: all of it
+    /// is in the ring (the caller pops it).
+    fn push_resp(&self, g: &mut Inner, tx: &crate::segment::Chan<'_>) -> Result<bool, Violation> {
+        let chunk = self.shared.config.chunk as u64;
+        let Inner { prod, answers, .. } = g;
+        let Some(Answer::Read(r)) = answers.front_mut() else {
+            return Ok(true);
+        };
+        // SAFETY of the source: `[addr, addr + total)` passed the remote-read check against
+        // a live registration, which `r` holds until the last byte is in the ring.
+        let seg = mem::target(r.addr, r.total);
+        let src = Segs(std::slice::from_ref(&seg));
+        if !r.hdr {
+            if !prod.has_room(tx, 0)? {
+                return Ok(false);
+            }
+            if r.total as usize <= INLINE_MAX {
+                let n = r.total as usize;
+                prod.push_header(tx, kind::RRESP, 0, r.total as u32, &src, 0, n);
+                return Ok(true);
+            }
+            prod.push_header(tx, kind::RRESP, 0, r.total as u32, &Owned(&[]), 0, 0);
+            r.hdr = true;
+        }
+        while r.sent < r.total {
+            let n = chunk.min(r.total - r.sent);
+            if !prod.has_room(tx, n)? {
+                return Ok(false);
+            }
+            let f = if r.sent + n == r.total { flag::LAST } else { 0 };
+            prod.push_chunk(tx, f, r.total as u32, &src, r.sent, n as usize);
+            r.sent += n;
+        }
+        Ok(true)
+    }
+
+    /// Move queued requests into the ring while there is room, in order; complete those done.
     fn progress_tx(&self, g: &mut Inner) {
         if g.conn != Conn::Established {
             return;
@@ -533,20 +951,16 @@ impl ShmQp {
         let tx = link.tx();
         let chunk = self.shared.config.chunk as u64;
         let pull_min = self.shared.config.pull_min;
+        let write_pull_min = self.shared.config.write_pull_min;
         let mut pushed = false;
         let mut blocked = false;
-        // ACKs for messages we pulled come first: the peer's Sends wait for them.
-        while g.acks_owed > 0 {
-            match g.prod.has_room(&tx, 0) {
-                Ok(true) => {
-                    g.prod.push_inline(&tx, kind::ACK, 0, &Owned(&[]), 0, 0);
-                    g.acks_owed -= 1;
-                    pushed = true;
-                }
-                Ok(false) => {
-                    blocked = true;
-                    break;
-                }
+        // Answers to the peer's requests come first, in order: its requests wait for them.
+        if !g.answers.is_empty() {
+            // Part of a response may go in even when the rest must wait: the peer may be
+            // asleep waiting for it.
+            pushed = true;
+            match self.push_answers(g, &tx) {
+                Ok(all) => blocked = !all,
                 Err(Violation) => {
                     self.close(g, Status::CONNECTION_REFUSED);
                     return;
@@ -558,64 +972,52 @@ impl ShmQp {
                 break;
             }
             let Inner {
-                prod, sq, tx_sent, ..
+                prod,
+                sq,
+                tx_sent,
+                tx_hdr,
+                in_ring,
+                reads_out,
+                ord,
+                ..
             } = &mut *g;
-            let Some((wr, segs)) = sq.front() else { break };
-            if wr.rts {
-                break; // waiting for the peer's ACK; later Sends complete after it
+            // Requests go into the ring in post order while earlier ones wait for answers
+            // (pipelined); they complete in order (RFC 5040 §5.5 rules 13 and 15).
+            let i = *in_ring;
+            let Some((wr, segs)) = sq.get(i) else { break };
+            if let Some(status) = wr.error {
+                if i > 0 {
+                    break; // completes in its turn, once the ones before it have
+                }
+                let wr = sq.pop().expect("present");
+                self.complete_wr(&wr, status);
+                // R-QP-6: an error completion ends the connection; the rest is flushed.
+                self.close(g, Status::CONNECTION_REFUSED);
+                return;
             }
-            let total = wr.total;
-            if pull_min > 0
-                && total >= pull_min
-                && *tx_sent == 0
-                && wr.inline.is_none()
-                && segs.len() <= RTS_MAX_SGES
-                && link.peer_can_pull()
+            // ND_OP_FLAG_READ_FENCE: every earlier Read completes before this request starts
+            // (RFC 5040 §5.5 rule 12); a Read beyond the ORD waits for a slot (§5.4).
+            let is_read = matches!(wr.op, Op::Read(_));
+            if (wr.flags.contains(OpFlags::READ_FENCE) && *reads_out > 0)
+                || (is_read && *reads_out >= *ord)
             {
-                // Large: announce the scatter list; the peer pulls the bytes itself.
-                let sol = if wr.flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
-                    flag::SOLICITED
-                } else {
-                    0
-                };
-                let mut list = [0u8; RTS_MAX_SGES * 16];
-                for (k, sg) in segs.iter().enumerate() {
-                    list[k * 16..k * 16 + 8].copy_from_slice(&sg.addr.to_le_bytes());
-                    list[k * 16 + 8..k * 16 + 16].copy_from_slice(&u64::from(sg.len).to_le_bytes());
-                }
-                let n = segs.len() * 16;
-                match prod.has_room(&tx, n as u64) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        blocked = true;
-                        break;
-                    }
-                    Err(Violation) => {
-                        self.close(g, Status::CONNECTION_REFUSED);
-                        return;
-                    }
-                }
-                prod.push_data(&tx, kind::RTS, sol, total as u32, &Owned(&list[..n]), 0, n);
-                if let Some(wr) = sq.front_mut() {
-                    wr.rts = true;
-                }
-                pushed = true;
                 break;
             }
-            let sol = if wr.flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
-                flag::SOLICITED
-            } else {
-                0
-            };
+            let total = wr.total;
             let src = match &wr.inline {
                 Some(d) => Src::Owned(Owned(d)),
                 None => Src::Segs(Segs(segs)),
             };
             let mut violation = false;
-            let done = if total <= INLINE_MAX as u64 {
-                match prod.has_room(&tx, 0) {
+            // Sent as an RTS record: the peer pulls it and ACKs.
+            let mut rts = false;
+            // Whether the request is now fully in the ring (or, for Bind and Invalidate, done).
+            let done = match wr.op {
+                Op::Bind | Op::Invalidate => true,
+                Op::Read(d) => match prod.has_room(&tx, 0) {
                     Ok(true) => {
-                        prod.push_inline(&tx, kind::MSG, sol, &src, 0, total as usize);
+                        let head = d.encode();
+                        prod.push_header(&tx, kind::READ, 0, total as u32, &Owned(&head), 0, 16);
                         pushed = true;
                         true
                     }
@@ -627,9 +1029,146 @@ impl ShmQp {
                         violation = true;
                         false
                     }
+                },
+                Op::Write(d) if !*tx_hdr => {
+                    let head = d.encode();
+                    let pull = write_pull_min > 0
+                        && total >= write_pull_min
+                        && wr.inline.is_none()
+                        && segs.len() <= RTS_MAX_SGES
+                        && link.peer_can_pull();
+                    let mut list = [0u8; (RTS_MAX_SGES + 1) * 16];
+                    let need = if pull {
+                        list[..16].copy_from_slice(&head);
+                        for (k, sg) in segs.iter().enumerate() {
+                            let e = &mut list[16 + k * 16..32 + k * 16];
+                            e[..8].copy_from_slice(&sg.addr.to_le_bytes());
+                            e[8..].copy_from_slice(&u64::from(sg.len).to_le_bytes());
+                        }
+                        16 + segs.len() * 16
+                    } else {
+                        0
+                    };
+                    match prod.has_room(&tx, need as u64) {
+                        Ok(true) if pull => {
+                            // The target pulls the bytes itself, straight into its memory.
+                            let l = &Owned(&list[..need]);
+                            prod.push_data(&tx, kind::WPULL, 0, total as u32, l, 0, need);
+                            pushed = true;
+                            true
+                        }
+                        Ok(true) if total as usize <= WRITE_INLINE_MAX => {
+                            let p = Prefixed {
+                                head: &head,
+                                rest: &src,
+                            };
+                            let n = Desc::LEN + total as usize;
+                            prod.push_header(&tx, kind::WRITE, 0, total as u32, &p, 0, n);
+                            pushed = true;
+                            true
+                        }
+                        Ok(true) => {
+                            // The descriptor now, the bytes as CHUNK records below.
+                            prod.push_header(
+                                &tx,
+                                kind::WRITE,
+                                0,
+                                total as u32,
+                                &Owned(&head),
+                                0,
+                                16,
+                            );
+                            *tx_hdr = true;
+                            pushed = true;
+                            false
+                        }
+                        Ok(false) => {
+                            blocked = true;
+                            false
+                        }
+                        Err(Violation) => {
+                            violation = true;
+                            false
+                        }
+                    }
                 }
-            } else {
-                loop {
+                Op::Send
+                    if pull_min > 0
+                        && total >= pull_min
+                        && *tx_sent == 0
+                        && wr.inline.is_none()
+                        && segs.len() <= RTS_MAX_SGES
+                        && link.peer_can_pull() =>
+                {
+                    // Large: announce the scatter list; the peer pulls the bytes itself.
+                    let sol = if wr.flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
+                        flag::SOLICITED
+                    } else {
+                        0
+                    };
+                    let mut list = [0u8; RTS_MAX_SGES * 16];
+                    for (k, sg) in segs.iter().enumerate() {
+                        list[k * 16..k * 16 + 8].copy_from_slice(&sg.addr.to_le_bytes());
+                        list[k * 16 + 8..k * 16 + 16]
+                            .copy_from_slice(&u64::from(sg.len).to_le_bytes());
+                    }
+                    let n = segs.len() * 16;
+                    match prod.has_room(&tx, n as u64) {
+                        Ok(true) => {
+                            let l = &Owned(&list[..n]);
+                            prod.push_data(&tx, kind::RTS, sol, total as u32, l, 0, n);
+                            pushed = true;
+                            rts = true;
+                            true
+                        }
+                        Ok(false) => {
+                            blocked = true;
+                            false
+                        }
+                        Err(Violation) => {
+                            violation = true;
+                            false
+                        }
+                    }
+                }
+                Op::Send if total <= INLINE_MAX as u64 => {
+                    let sol = if wr.flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
+                        flag::SOLICITED
+                    } else {
+                        0
+                    };
+                    match prod.has_room(&tx, 0) {
+                        Ok(true) => {
+                            prod.push_inline(&tx, kind::MSG, sol, &src, 0, total as usize);
+                            pushed = true;
+                            true
+                        }
+                        Ok(false) => {
+                            blocked = true;
+                            false
+                        }
+                        Err(Violation) => {
+                            violation = true;
+                            false
+                        }
+                    }
+                }
+                Op::Send | Op::Write(_) => false,
+            };
+            // The chunked bytes of a large Send, or of a Write whose descriptor is in the ring.
+            let chunked = !done
+                && !blocked
+                && !violation
+                && (wr.op == Op::Send || (matches!(wr.op, Op::Write(_)) && *tx_hdr));
+            let mut finished = done;
+            if chunked {
+                let is_send = wr.op == Op::Send;
+                let sol = if is_send && wr.flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
+                    flag::SOLICITED
+                } else {
+                    0
+                };
+                finished = loop {
                     if *tx_sent == total {
                         break true;
                     }
@@ -646,7 +1185,9 @@ impl ShmQp {
                         }
                     }
                     let mut f = sol;
-                    if *tx_sent == 0 {
+                    // A Send's first chunk starts a message; a Write's chunks continue its
+                    // WRITE record.
+                    if *tx_sent == 0 && is_send {
                         f |= flag::FIRST;
                     }
                     if *tx_sent + n == total {
@@ -655,22 +1196,37 @@ impl ShmQp {
                     prod.push_chunk(&tx, f, total as u32, &src, *tx_sent, n as usize);
                     *tx_sent += n;
                     pushed = true;
-                }
-            };
+                };
+            }
             if violation {
                 self.close(g, Status::CONNECTION_REFUSED);
                 return;
             }
-            if !done {
+            if !finished {
                 break;
             }
             *tx_sent = 0;
-            let wr = sq.pop().expect("present");
-            self.complete_send(wr.context, wr.flags, Status::SUCCESS);
+            *tx_hdr = false;
+            // A Send is complete once its bytes are in the ring (or when the peer ACKs an
+            // RTS); Writes and Reads when the peer answers.
+            let wait = match wr.op {
+                Op::Send => rts,
+                Op::Write(_) | Op::Read(_) => true,
+                Op::Bind | Op::Invalidate => false,
+            };
+            if let Some(wr) = sq.get_mut(i) {
+                wr.awaiting = wait;
+            }
+            if is_read {
+                *reads_out += 1;
+            }
+            *in_ring += 1;
         }
+        self.complete_front(g);
         if pushed {
-            link.wake_peer();
+            g.wake_owed = true;
         }
+        self.flush_wake(g);
         if blocked && g.conn == Conn::Established {
             let (t, dt) = g.prod.seen_tails();
             link.tx_seen[0].store(t, Ordering::Relaxed);
@@ -681,7 +1237,43 @@ impl ShmQp {
         }
     }
 
-    /// Consume published records into posted Receives.
+    /// Complete, in order, the requests at the front that are in the ring and wait for no
+    /// answer (a Send whose bytes are in the ring is complete: local completion, as `tcp`
+    /// completes a Send once TCP took it).
+    fn complete_front(&self, g: &mut Inner) {
+        while g.in_ring > 0 {
+            match g.sq.front() {
+                Some((wr, _)) if !wr.awaiting => {}
+                _ => return,
+            }
+            let wr = g.sq.pop().expect("present");
+            g.in_ring -= 1;
+            self.complete_wr(&wr, Status::SUCCESS);
+        }
+    }
+
+    /// The peer answered the request at the front (ACK, the end of a Read response): it is
+    /// complete, and so are the ones behind it that waited only for their turn.
+    fn answered(&self, g: &mut Inner) {
+        if let Some(wr) = g.sq.front_mut() {
+            wr.awaiting = false;
+            if matches!(wr.op, Op::Read(_)) {
+                g.reads_out -= 1;
+            }
+        }
+        self.complete_front(g);
+    }
+
+    /// The request at the front, if it is in the ring and waits for the peer's answer.
+    fn awaited(&self, g: &Inner) -> Option<Op> {
+        match g.sq.front() {
+            Some((wr, _)) if g.in_ring > 0 && wr.awaiting => Some(wr.op),
+            _ => None,
+        }
+    }
+
+    /// Consume published records: messages into posted Receives, the peer's one-sided
+    /// requests into (or out of) our memory, answers to ours.
     fn progress_rx(&self, g: &mut Inner) {
         if g.conn == Conn::Closed {
             return;
@@ -708,17 +1300,46 @@ impl ShmQp {
                 }
                 _ if g.conn != Conn::Established => return self.violation(g),
                 kind::ACK => {
-                    // The peer pulled our oldest RTS message: it is complete.
-                    match g.sq.front() {
-                        Some((wr, _)) if wr.rts => {}
-                        _ => return self.violation(g),
+                    // The peer pulled our RTS message or placed our Write: it is complete.
+                    if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
+                        return self.violation(g);
                     }
-                    let wr = g.sq.pop().expect("present");
-                    g.tx_sent = 0;
-                    self.complete_send(wr.context, wr.flags, Status::SUCCESS);
+                    self.answered(g);
                     g.cons.advance();
                     consumed = true;
                     continue;
+                }
+                kind::RNR => {
+                    // The peer held our oldest unreceived message past its bound (R-QP-7):
+                    // a Send still in progress fails ND_IO_TIMEOUT; the rest is flushed.
+                    g.cons.advance();
+                    g.cons.release(&rx);
+                    // The held message is the oldest the peer has not answered: an RTS Send at
+                    // the front, or the Send being pushed when nothing waits before it.
+                    let rts = matches!(self.awaited(g), Some(Op::Send));
+                    let pushing = g.in_ring == 0
+                        && g.tx_sent > 0
+                        && g.sq.front().is_some_and(|(wr, _)| wr.op == Op::Send);
+                    if rts || pushing {
+                        let wr = g.sq.pop().expect("present");
+                        g.in_ring = g.in_ring.saturating_sub(1);
+                        self.complete_wr(&wr, Status::IO_TIMEOUT);
+                    }
+                    self.close(g, Status::CONNECTION_REFUSED);
+                    return;
+                }
+                kind::TERM => {
+                    // The peer refused our oldest one-sided request (nd-reference.md D6): it
+                    // completes ND_ACCESS_VIOLATION, everything else is flushed.
+                    g.cons.advance();
+                    g.cons.release(&rx);
+                    if matches!(self.awaited(g), Some(Op::Write(_) | Op::Read(_))) {
+                        let wr = g.sq.pop().expect("present");
+                        g.in_ring -= 1;
+                        self.complete_wr(&wr, Status::ACCESS_VIOLATION);
+                    }
+                    self.close(g, Status::CONNECTION_REFUSED);
+                    return;
                 }
                 kind::RTS => {
                     if g.rx_msg.is_some() {
@@ -730,11 +1351,56 @@ impl ShmQp {
                             continue;
                         }
                         Pulled::Stalled => {
-                            link.rx_stalled.store(true, Ordering::Release);
+                            if self.stall(link) {
+                                return self.give_up(g, link);
+                            }
                             break;
                         }
                         Pulled::Closed => return,
                     }
+                }
+                kind::WRITE | kind::WPULL | kind::READ => {
+                    if g.rx_msg.is_some() {
+                        return self.violation(g);
+                    }
+                    match self.serve(g, link, r) {
+                        Served::Done => {
+                            consumed = true;
+                            continue;
+                        }
+                        Served::Refused => return self.refuse(g, link),
+                        Served::Broken => return self.violation(g),
+                    }
+                }
+                kind::RRESP => {
+                    // The response to our front Read.
+                    if g.rx_msg.is_some() {
+                        return self.violation(g);
+                    }
+                    let size_ok =
+                        g.sq.front()
+                            .is_some_and(|(wr, _)| wr.total == u64::from(r.total));
+                    if !matches!(self.awaited(g), Some(Op::Read(_))) || !size_ok {
+                        return self.violation(g);
+                    }
+                    if r.len == r.total {
+                        let Inner { sq, cons, .. } = &mut *g;
+                        let (_, segs) = sq.front().expect("checked above");
+                        cons.read_inline(&rx, r.len as usize, &mut Segs(segs), 0);
+                        self.answered(g);
+                    } else if r.len == 0 {
+                        g.rx_msg = Some(RxMsg {
+                            pos: 0,
+                            total: u64::from(r.total),
+                            solicited: false,
+                            sink: Sink::Read,
+                        });
+                    } else {
+                        return self.violation(g);
+                    }
+                    g.cons.advance();
+                    consumed = true;
+                    continue;
                 }
                 _ => {}
             }
@@ -743,10 +1409,20 @@ impl ShmQp {
                 if g.rx_msg.is_some() {
                     return self.violation(g);
                 }
-                let Some((wr, _)) = g.rq.front() else {
-                    // No Receive posted: leave the record in the ring until one is.
-                    link.rx_stalled.store(true, Ordering::Release);
+                if g.rq.front().is_none() && !self.take_from_srq(g) {
+                    // No Receive posted (here or in the SRQ): leave the record in the ring
+                    // until one is; the connection survives (nd-reference.md §2.4) unless
+                    // the wait exceeds the bound (R-QP-7).
+                    if self.stall(link) {
+                        return self.give_up(g, link);
+                    }
                     break;
+                }
+                if link.rnr_deadline.load(Ordering::Relaxed) != 0 {
+                    link.rnr_deadline.store(0, Ordering::Relaxed);
+                }
+                let Some((wr, _)) = g.rq.front() else {
+                    return self.violation(g);
                 };
                 let total = if r.kind == kind::MSG {
                     u64::from(r.len)
@@ -768,6 +1444,7 @@ impl ShmQp {
                     pos: 0,
                     total,
                     solicited: r.flags & flag::SOLICITED != 0,
+                    sink: Sink::Recv,
                 });
             }
             let Some(mut m) = g.rx_msg else {
@@ -777,12 +1454,27 @@ impl ShmQp {
             let last = m.pos + len == m.total;
             if len > m.total - m.pos
                 || (r.kind == kind::CHUNK && (r.flags & flag::LAST != 0) != last)
+                || (r.kind == kind::MSG && m.sink != Sink::Recv)
             {
                 return self.violation(g);
             }
+            // The registration is re-checked for every chunk of a Write: a Deregister or
+            // Invalidate meanwhile refuses the rest, as tcp checks each segment.
+            if matches!(m.sink, Sink::Write(_)) && !g.rx_reg.as_ref().is_some_and(|r| r.is_valid())
             {
-                let Inner { rq, cons, .. } = &mut *g;
-                let (_, segs) = rq.front().expect("checked when the message began");
+                return self.refuse(g, link);
+            }
+            {
+                let Inner { rq, sq, cons, .. } = &mut *g;
+                let target;
+                let segs: &[Seg] = match m.sink {
+                    Sink::Recv => rq.front().expect("checked when the message began").1,
+                    Sink::Read => sq.front().expect("checked by the RRESP record").1,
+                    Sink::Write(addr) => {
+                        target = mem::target(addr, m.total);
+                        std::slice::from_ref(&target)
+                    }
+                };
                 let mut dst = Segs(segs);
                 if r.kind == kind::MSG {
                     cons.read_inline(&rx, r.len as usize, &mut dst, m.pos);
@@ -795,8 +1487,22 @@ impl ShmQp {
             consumed = true;
             if last {
                 g.rx_msg = None;
-                let wr = g.rq.pop().expect("present");
-                self.complete_recv(wr.context, Status::SUCCESS, m.total as u32, m.solicited);
+                match m.sink {
+                    Sink::Recv => {
+                        let wr = g.rq.pop().expect("present");
+                        self.complete_recv(
+                            wr.context,
+                            Status::SUCCESS,
+                            m.total as u32,
+                            m.solicited,
+                        );
+                    }
+                    Sink::Read => self.answered(g),
+                    Sink::Write(_) => {
+                        g.rx_reg = None;
+                        g.answers.push_back(Answer::Ack);
+                    }
+                }
             } else {
                 g.rx_msg = Some(m);
             }
@@ -804,17 +1510,192 @@ impl ShmQp {
         if consumed {
             g.cons.release(&rx);
             link.rx_pos.store(g.cons.pos(), Ordering::Relaxed);
-            // Space was freed: a producer blocked on a full ring may be asleep.
-            link.wake_peer();
+            // Space was freed: a producer blocked on a full ring may be asleep. The wake-up
+            // check (a full fence) is made once, after our own records go in too
+            // ([`ShmQp::flush_wake`]).
+            g.wake_owed = true;
         }
         if peer_closed {
             self.close(g, Status::CONNECTION_REFUSED);
         }
     }
 
+    /// Wake the peer if we freed space or published records since the last check (the
+    /// changer's half of the wake-up handshake, `ring::wake`).
+    fn flush_wake(&self, g: &mut Inner) {
+        if g.wake_owed {
+            g.wake_owed = false;
+            if let Some(link) = self.link.get() {
+                link.wake_peer();
+            }
+        }
+    }
+
+    /// Check a peer's one-sided access of `len` bytes at `d` against our registrations
+    /// (target side; RFC 5040 §8.1.1 as `tcp`'s `protect`): a live token (index and key), a
+    /// window bound through this queue pair, the right, and the whole range inside, with
+    /// `addr + len` overflow caught. A zero-length access names no memory and is not checked
+    /// (RFC 5041 §5.2): `Ok(None)`.
+    fn check_remote(
+        &self,
+        g: &mut Inner,
+        d: Desc,
+        len: u64,
+        access: Access,
+    ) -> std::result::Result<Option<Arc<Registration>>, AccessError> {
+        if len == 0 {
+            return Ok(None);
+        }
+        let reg = match g.rcache.upgrade() {
+            Some(r) if r.token == d.token && r.is_valid() => r,
+            _ => {
+                let r = self
+                    .shared
+                    .mrs
+                    .lookup(d.token)
+                    .ok_or(AccessError::InvalidToken)?;
+                g.rcache = Arc::downgrade(&r);
+                r
+            }
+        };
+        // A window serves only the queue pair it was bound through (IND2MemoryWindow).
+        if reg.kind == Kind::Window && reg.bound_qp.load(Ordering::Acquire) != self.id {
+            return Err(AccessError::InvalidToken);
+        }
+        reg.check(d.addr, len, access)?;
+        Ok(Some(reg))
+    }
+
+    /// A WRITE, WPULL or READ record from the peer (we are the target).
+    fn serve(&self, g: &mut Inner, link: &Link, r: crate::ring::Record) -> Served {
+        let rx = link.rx();
+        let total = u64::from(r.total);
+        match r.kind {
+            kind::WRITE => {
+                let mut cell = [0u8; INLINE_MAX];
+                let n = r.len as usize; // 16..=48, checked by `peek`
+                g.cons.read_inline(&rx, n, &mut OwnedMut(&mut cell[..n]), 0);
+                let d = Desc::decode(&cell[..Desc::LEN]);
+                let inline = (n - Desc::LEN) as u64;
+                if inline > 0 && inline != total {
+                    return Served::Broken;
+                }
+                let Ok(reg) = self.check_remote(g, d, total, Access::RemoteWrite) else {
+                    return Served::Refused;
+                };
+                g.cons.advance();
+                if inline == total {
+                    let seg = mem::target(d.addr, total);
+                    let src = Owned(&cell[Desc::LEN..n]);
+                    // SAFETY: `seg` passed the remote-write check against `reg`, a live
+                    // registration held across the copy.
+                    unsafe { mem::copy(&src, &seg, total as usize) };
+                    drop(reg);
+                    g.answers.push_back(Answer::Ack);
+                } else {
+                    // The bytes follow as CHUNK records.
+                    g.rx_reg = reg;
+                    g.rx_msg = Some(RxMsg {
+                        pos: 0,
+                        total,
+                        solicited: false,
+                        sink: Sink::Write(d.addr),
+                    });
+                }
+                Served::Done
+            }
+            kind::WPULL => {
+                let mut list = [0u8; (RTS_MAX_SGES + 1) * 16];
+                let n = r.len as usize; // checked by `peek`: 32..=528, a multiple of 16
+                g.cons.read_chunk(&rx, n, &mut OwnedMut(&mut list[..n]), 0);
+                let d = Desc::decode(&list[..Desc::LEN]);
+                let mut remote = [(0u64, 0u64); RTS_MAX_SGES];
+                let k = n / 16 - 1;
+                let mut sum = 0u64;
+                for (j, e) in remote.iter_mut().enumerate().take(k) {
+                    let b = &list[16 + j * 16..32 + j * 16];
+                    let addr = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+                    let len = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+                    *e = (addr, len);
+                    sum = sum.saturating_add(len);
+                }
+                if sum != total {
+                    return Served::Broken;
+                }
+                let Ok(reg) = self.check_remote(g, d, total, Access::RemoteWrite) else {
+                    return Served::Refused;
+                };
+                let seg = mem::target(d.addr, total);
+                // The kernel checks the peer's ranges; ours passed the check against `reg`,
+                // held across the copy.
+                if mem::pull(
+                    link.peer_pid,
+                    std::slice::from_ref(&seg),
+                    &remote[..k],
+                    total,
+                )
+                .is_err()
+                {
+                    return Served::Broken;
+                }
+                drop(reg);
+                g.cons.advance();
+                g.answers.push_back(Answer::Ack);
+                Served::Done
+            }
+            _ => {
+                // READ: at most IRD of the peer's Reads in flight (RFC 5040 §5.4); one more
+                // breaks the protocol.
+                if g.answers_reads >= g.ird {
+                    return Served::Broken;
+                }
+                let mut cell = [0u8; Desc::LEN];
+                g.cons
+                    .read_inline(&rx, Desc::LEN, &mut OwnedMut(&mut cell), 0);
+                let d = Desc::decode(&cell);
+                let Ok(reg) = self.check_remote(g, d, total, Access::RemoteRead) else {
+                    return Served::Refused;
+                };
+                g.cons.advance();
+                g.answers.push_back(Answer::Read(Resp {
+                    addr: d.addr,
+                    total,
+                    sent: 0,
+                    hdr: false,
+                    _reg: reg,
+                }));
+                g.answers_reads += 1;
+                Served::Done
+            }
+        }
+    }
+
+    /// The peer's one-sided request broke our protection rules: tell it with a TERM record
+    /// (its request completes `ND_ACCESS_VIOLATION`), then end the connection; our own
+    /// outstanding requests are flushed with `ND_CANCELED` (R-QP-6). Not one byte was placed
+    /// or read.
+    fn refuse(&self, g: &mut Inner, link: &Link) {
+        self.last_word(g, link, kind::TERM);
+    }
+
+    /// Push the answers still owed for the peer's earlier requests (they were served), then
+    /// the record `kind` that ends the connection, and close. When our ring has no room for
+    /// all of it the peer sees only the end (its requests complete `ND_CANCELED`).
+    fn last_word(&self, g: &mut Inner, link: &Link, kind: u8) {
+        let tx = link.tx();
+        if self.push_answers(g, &tx) == Ok(true) && g.prod.has_room(&tx, 0) == Ok(true) {
+            g.prod.push_inline(&tx, kind, 0, &Owned(&[]), 0, 0);
+        }
+        link.wake_peer();
+        self.close(g, Status::CONNECTION_REFUSED);
+    }
+
     /// An RTS record: pull the message from the peer's memory into the front Receive.
     fn pull(&self, g: &mut Inner, link: &Link, r: crate::ring::Record) -> Pulled {
         let rx = link.rx();
+        if g.rq.front().is_none() && !self.take_from_srq(g) {
+            return Pulled::Stalled;
+        }
         let Some((wr, _)) = g.rq.front() else {
             return Pulled::Stalled;
         };
@@ -849,7 +1730,7 @@ impl ShmQp {
         }
         let wr = g.rq.pop().expect("present");
         g.cons.advance();
-        g.acks_owed += 1;
+        g.answers.push_back(Answer::Ack);
         self.complete_recv(
             wr.context,
             Status::SUCCESS,
@@ -857,6 +1738,73 @@ impl ShmQp {
             r.flags & flag::SOLICITED != 0,
         );
         Pulled::Done
+    }
+
+    /// Take the SRQ's oldest Receive into `rq` for the message arriving now. `false` when this
+    /// queue pair has no SRQ, or the SRQ is empty (the queue pair is then on its stalled list
+    /// and the next post there drives it: [`ShmQp::srq_posted`]).
+    fn take_from_srq(&self, g: &mut Inner) -> bool {
+        let Some(srq) = &self.srq else {
+            return false;
+        };
+        let Inner {
+            srq_scratch,
+            srq_listed,
+            rq,
+            ..
+        } = g;
+        let Some(t) = srq.take_or_wait(srq_scratch, &self.me, srq_listed) else {
+            return false;
+        };
+        let mut segs = [const { Seg::EMPTY }; 64];
+        let n = t.segs.min(segs.len());
+        for (d, s) in segs.iter_mut().zip(srq_scratch[..n].iter_mut()) {
+            *d = Seg {
+                addr: s.addr,
+                len: s.len,
+                reg: s.reg.take(),
+            };
+        }
+        rq.push(
+            RecvWr {
+                context: t.context,
+                total: t.total,
+            },
+            &mut segs[..n],
+        );
+        true
+    }
+
+    /// A Receive was posted to this queue pair's SRQ while it was on the stalled list (which
+    /// the poster took it off): resume the held message on the poster's thread.
+    pub(crate) fn srq_posted(&self) {
+        let mut g = self.lock();
+        g.srq_listed = false;
+        if let Some(link) = self.link.get() {
+            link.rx_stalled.store(false, Ordering::Release);
+        }
+        self.progress_locked(&mut g);
+    }
+
+    /// The record at the front of the ring waits for a Receive: stop polling it until one is
+    /// posted, and start the receiver-not-ready clock (once per stall). Whether the bound
+    /// has already run out.
+    fn stall(&self, link: &Link) -> bool {
+        link.rx_stalled.store(true, Ordering::Release);
+        if link.rnr_deadline.load(Ordering::Relaxed) == 0 {
+            let bound = self.shared.config.rnr_timeout.as_nanos() as u64;
+            let at = crate::link::now_ns().saturating_add(bound.max(1));
+            link.rnr_deadline.store(at, Ordering::Relaxed);
+            return false;
+        }
+        link.rnr_expired()
+    }
+
+    /// The held message's bound ran out (R-QP-7): tell the sender (its Send fails
+    /// `ND_IO_TIMEOUT`) and end the connection. No completion is reported here for it, and an
+    /// SRQ keeps its Receives.
+    fn give_up(&self, g: &mut Inner, link: &Link) {
+        self.last_word(g, link, kind::RNR);
     }
 
     /// Garbage in the ring: terminate the connection.
@@ -867,9 +1815,10 @@ impl ShmQp {
     /// Drive this queue pair with the lock held.
     fn progress_locked(&self, g: &mut Inner) {
         self.progress_rx(g);
-        if g.sq.len() > 0 || g.acks_owed > 0 {
+        if g.sq.len() > 0 || !g.answers.is_empty() {
             self.progress_tx(g);
         }
+        self.flush_wake(g);
     }
 
     /// A poll: cheap when there is nothing to do (no lock, no syscall).
@@ -888,14 +1837,34 @@ impl ShmQp {
     /// Flush every outstanding request with `ND_CANCELED`.
     fn flush_all(&self, g: &mut Inner) {
         g.tx_sent = 0;
-        g.acks_owed = 0;
+        g.tx_hdr = false;
+        g.in_ring = 0;
+        g.reads_out = 0;
+        g.answers.clear();
+        g.answers_reads = 0;
         while let Some(wr) = g.sq.pop() {
-            self.complete_send(wr.context, wr.flags, Status::CANCELED);
+            self.complete_wr(&wr, Status::CANCELED);
         }
         while let Some(wr) = g.rq.pop() {
             self.complete_recv(wr.context, Status::CANCELED, 0, false);
         }
         g.rx_msg = None;
+        g.rx_reg = None;
+        // A window is usable through its queue pair only: with the connection gone it is
+        // unbound, which also lets its region be deregistered (as tcp).
+        for w in std::mem::take(&mut g.windows) {
+            self.unbind(&w);
+        }
+    }
+
+    /// Unbind a window registration (idempotent): its token dies, its region is free again.
+    fn unbind(&self, w: &Registration) {
+        if w.revoke() {
+            self.shared.mrs.remove(w.token);
+            if let Some(p) = &w.parent {
+                p.bound_windows.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
     }
 
     /// Close the connection: tell the peer, flush, finish waiters. `accept_status` is what a
@@ -934,14 +1903,16 @@ impl ShmQp {
         }
     }
 
-    /// Active side, at `CompleteConnect`: the first record is the RTR.
-    pub(crate) fn establish_active(&self, link: Arc<Link>) -> Result<()> {
+    /// Active side, at `CompleteConnect`: the first record is the RTR. `ird`/`ord` are the
+    /// connection's negotiated read limits from this side's point of view.
+    pub(crate) fn establish_active(&self, link: Arc<Link>, ird: u32, ord: u32) -> Result<()> {
         if self.conn() != Conn::Idle {
             return fail(Status::CONNECTION_ACTIVE);
         }
         self.register_link(&link);
         let mut g = self.lock();
         self.attach(&mut g, link.clone())?;
+        (g.ird, g.ord) = (ird, ord);
         g.conn = Conn::Established;
         let tx = link.tx();
         if g.prod.has_room(&tx, 0) != Ok(true) {
@@ -955,13 +1926,20 @@ impl ShmQp {
     }
 
     /// Passive side, at `Accept`: wait for the RTR.
-    pub(crate) fn establish_passive(&self, link: Arc<Link>, accept: OvCompleter) -> Result<()> {
+    pub(crate) fn establish_passive(
+        &self,
+        link: Arc<Link>,
+        accept: OvCompleter,
+        ird: u32,
+        ord: u32,
+    ) -> Result<()> {
         if self.conn() != Conn::Idle {
             return fail(Status::CONNECTION_ACTIVE);
         }
         self.register_link(&link);
         let mut g = self.lock();
         self.attach(&mut g, link)?;
+        (g.ird, g.ord) = (ird, ord);
         g.conn = Conn::AwaitRtr;
         g.accept = Some(accept);
         self.progress_locked(&mut g);
@@ -1011,6 +1989,142 @@ impl ShmQp {
     }
 }
 
+impl ShmQp {
+    /// `Bind`: the window is bound (and its token valid) when this returns; the completion
+    /// follows in order on the initiator CQ. The checks and statuses are tcp's (R-MW-1,
+    /// IND2QueuePair::Bind).
+    fn post_bind(
+        &self,
+        context: u64,
+        region: &Arc<dyn MemoryRegion>,
+        window: &Arc<dyn MemoryWindow>,
+        buffer: *const u8,
+        len: usize,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let allowed = OpFlags::SILENT_SUCCESS
+            | OpFlags::READ_FENCE
+            | OpFlags::ALLOW_READ
+            | OpFlags::ALLOW_WRITE;
+        if !allowed.contains(flags) {
+            return Err(Error::invalid_parameter(6));
+        }
+        let mr = ShmMr::downcast(region)
+            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
+            .ok_or(Error::invalid_parameter(2))?;
+        let mw = ShmMw::downcast(window)
+            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
+            .ok_or(Error::invalid_parameter(3))?;
+        let mut g = self.lock();
+        if g.conn == Conn::Idle {
+            return fail(Status::CONNECTION_INVALID);
+        }
+        if g.sq.is_full() {
+            return fail(Status::NO_MORE_ENTRIES);
+        }
+        // The region's lock is held until the window is bound: a concurrent Deregister then
+        // either sees the window (ND_DEVICE_BUSY) or has already taken the registration.
+        let slot = mr.region.lock();
+        let Some(parent) = slot.as_ref().filter(|r| r.is_valid()) else {
+            return fail(Status::ACCESS_VIOLATION);
+        };
+        // ND_OP_FLAG_ALLOW_WRITE needs a region with ND_MR_FLAG_ALLOW_LOCAL_WRITE; the
+        // region's remote flags do not matter (R-MW-1).
+        if flags.contains(OpFlags::ALLOW_WRITE)
+            && !parent.flags.contains(MrFlags::ALLOW_LOCAL_WRITE)
+        {
+            return fail(Status::ACCESS_VIOLATION);
+        }
+        // The window lies entirely within the region.
+        let base = buffer as usize as u64;
+        let (pb, pe) = (parent.base as u64, (parent.base + parent.len) as u64);
+        if parent.check(base, len as u64, Access::LocalRead).is_err()
+            || (len == 0 && (base < pb || base > pe))
+        {
+            return fail(Status::ACCESS_VIOLATION);
+        }
+        let wr = SendWr::new(context, flags, 0, Op::Bind);
+        if g.conn == Conn::Closed {
+            drop(slot);
+            drop(g);
+            self.complete_wr(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        let mut cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
+        if ShmMw::bound(&cur).is_some() {
+            // A window is bound through one queue pair at a time; Invalidate it first.
+            return fail(Status::INVALID_DEVICE_STATE);
+        }
+        // D11: flags 0 binds a window the peer can neither read nor write.
+        let mut rights = MrFlags::empty();
+        if flags.contains(OpFlags::ALLOW_READ) {
+            rights |= MrFlags::ALLOW_REMOTE_READ;
+        }
+        if flags.contains(OpFlags::ALLOW_WRITE) {
+            rights |= MrFlags::ALLOW_REMOTE_WRITE;
+        }
+        let reg = self.shared.mrs.insert(NewRegistration {
+            base: buffer as usize,
+            len,
+            flags: rights,
+            kind: Kind::Window,
+            parent: Some(parent.clone()),
+            keepalive: None,
+        });
+        reg.bound_qp.store(self.id, Ordering::Release);
+        parent.bound_windows.fetch_add(1, Ordering::AcqRel);
+        *cur = Some((reg.token, Arc::downgrade(&reg)));
+        drop(cur);
+        drop(slot);
+        g.windows.push(reg);
+        g.sq.push(wr, &mut []);
+        self.progress_tx(&mut g);
+        Ok(())
+    }
+
+    /// `Invalidate`: the window stops working when this returns; the completion follows in
+    /// order (`ND_INVALID_DEVICE_REQUEST`, ending the connection, for a window not bound
+    /// through this queue pair, nd-reference.md §2.9).
+    fn post_invalidate(
+        &self,
+        context: u64,
+        window: &Arc<dyn MemoryWindow>,
+        flags: OpFlags,
+    ) -> Result<()> {
+        if !(OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE).contains(flags) {
+            return Err(Error::invalid_parameter(3));
+        }
+        let mw = ShmMw::downcast(window)
+            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
+            .ok_or(Error::invalid_parameter(2))?;
+        let mut g = self.lock();
+        if g.conn == Conn::Idle {
+            return fail(Status::CONNECTION_INVALID);
+        }
+        if g.sq.is_full() {
+            return fail(Status::NO_MORE_ENTRIES);
+        }
+        let mut wr = SendWr::new(context, flags, 0, Op::Invalidate);
+        if g.conn == Conn::Closed {
+            drop(g);
+            self.complete_wr(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        let cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
+        match ShmMw::bound(&cur) {
+            Some(r) if r.bound_qp.load(Ordering::Acquire) == self.id => {
+                self.unbind(&r);
+                g.windows.retain(|w| !Arc::ptr_eq(w, &r));
+            }
+            _ => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
+        }
+        drop(cur);
+        g.sq.push(wr, &mut []);
+        self.progress_tx(&mut g);
+        Ok(())
+    }
+}
+
 impl ProgressSource for ShmQp {
     fn progress(&self) {
         self.poll();
@@ -1044,31 +2158,57 @@ impl traits::QueuePair for ShmQp {
 
     fn bind(
         &self,
-        _context: u64,
-        _region: &Arc<dyn MemoryRegion>,
-        _window: &Arc<dyn MemoryWindow>,
-        _buffer: *const u8,
-        _len: usize,
-        _flags: OpFlags,
+        context: u64,
+        region: &Arc<dyn MemoryRegion>,
+        window: &Arc<dyn MemoryWindow>,
+        buffer: *const u8,
+        len: usize,
+        flags: OpFlags,
     ) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+        self.post_bind(context, region, window, buffer, len, flags)
     }
 
     fn invalidate(
         &self,
-        _context: u64,
-        _window: &Arc<dyn MemoryWindow>,
-        _flags: OpFlags,
+        context: u64,
+        window: &Arc<dyn MemoryWindow>,
+        flags: OpFlags,
     ) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+        self.post_invalidate(context, window, flags)
     }
 
-    unsafe fn read(&self, _c: u64, _s: &[Sge], _a: u64, _t: u32, _f: OpFlags) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+    unsafe fn read(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        // The remote token is in network byte order (GetRemoteToken): its host value is
+        // `from_be` of it, as in tcp.
+        let d = Desc {
+            token: u32::from_be(remote_token),
+            addr: remote_address,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_rdma(context, sge, flags, Op::Read(d)) }
     }
 
-    unsafe fn write(&self, _c: u64, _s: &[Sge], _a: u64, _t: u32, _f: OpFlags) -> Result<()> {
-        fail(Status::NOT_SUPPORTED)
+    unsafe fn write(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let d = Desc {
+            token: u32::from_be(remote_token),
+            addr: remote_address,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_rdma(context, sge, flags, Op::Write(d)) }
     }
 }
 
@@ -1236,6 +2376,120 @@ mod hostile {
                 s => panic!("unexpected status {s}"),
             }
             drop(attacker);
+        }
+    }
+
+    /// Forged one-sided records (WRITE, WPULL, READ with random tokens, addresses, lengths and
+    /// bytes) toward a victim that exposes 1 KiB in the middle of a 4 KiB buffer: whatever the
+    /// victim makes of them, no byte outside the exposed range (and the Receive's 64 bytes)
+    /// changes, and it never hangs.
+    #[test]
+    #[allow(unsafe_code)]
+    fn forged_one_sided_records_stay_inside_the_exposed_range() {
+        const LO: usize = 1024;
+        const HI: usize = 2048;
+        let mut seed = 0x51A7_E5EE_D000_0001u64;
+        for round in 0..120 {
+            let (mut victim, attacker) = connect();
+            let base = victim.buf.as_mut_ptr();
+            let exposed = victim._adapter.create_memory_region().unwrap();
+            // SAFETY: the range lies in the victim's buffer, which outlives the registration.
+            unsafe {
+                exposed.register(
+                    base.wrapping_add(LO),
+                    HI - LO,
+                    MrFlags::ALLOW_LOCAL_WRITE
+                        | MrFlags::ALLOW_REMOTE_WRITE
+                        | MrFlags::ALLOW_REMOTE_READ,
+                    None,
+                )
+            }
+            .unwrap()
+            .wait()
+            .unwrap();
+            let token = exposed.get_local_token();
+            victim.buf[64..].fill(0xAA);
+            let a = ShmQp::downcast(&attacker.qp).unwrap();
+            let link = a.link.get().unwrap().clone();
+            let tx = link.tx();
+            // Position 0 held the attacker's RTR: forge position 1, then an 8-byte message.
+            let kind = [kind::WRITE, kind::WPULL, kind::READ][round % 3];
+            let tok = match rng(&mut seed) % 4 {
+                0 => rng(&mut seed),
+                1 => token ^ (1 + rng(&mut seed) % 255),
+                _ => token,
+            };
+            let lo = base as u64 + LO as u64;
+            // Around the edges of the range as often as inside it.
+            let off = match rng(&mut seed) % 3 {
+                0 => -i64::from(rng(&mut seed) % 16),
+                1 => (HI - LO) as i64 - i64::from(rng(&mut seed) % 16),
+                _ => i64::from(rng(&mut seed) % (HI - LO) as u32),
+            };
+            let addr = lo.wrapping_add_signed(off);
+            let total = match rng(&mut seed) % 3 {
+                0 | 1 if kind == kind::WRITE => rng(&mut seed) % 33,
+                0 => rng(&mut seed) % 40,
+                1 => rng(&mut seed) % 2000,
+                _ => rng(&mut seed),
+            };
+            let d = Desc { token: tok, addr }.encode();
+            let mut cell = [0u8; INLINE_MAX];
+            cell[..16].copy_from_slice(&d);
+            for b in &mut cell[16..] {
+                *b = rng(&mut seed) as u8;
+            }
+            let (len, data) = match kind {
+                // Mostly well-formed (the inline bytes are the whole Write), so the range
+                // checks are what decides.
+                kind::WRITE if round % 2 == 0 => (16 + total.min(32), 0),
+                kind::WRITE => (16 + rng(&mut seed) % 33, 0),
+                kind::READ => (16, 0),
+                _ => (16 * (2 + rng(&mut seed) % 4), 1),
+            };
+            let i = 1 & (tx.cells() - 1);
+            // SAFETY: the attacker's own cell and data area, not yet published.
+            unsafe {
+                if data == 0 {
+                    tx.write_inline(i, 0, cell.as_ptr(), len as usize);
+                } else {
+                    let mut list = [0u8; 64];
+                    list[..16].copy_from_slice(&d);
+                    for b in &mut list[16..] {
+                        *b = rng(&mut seed) as u8;
+                    }
+                    tx.write_data(0, list.as_ptr(), len as usize);
+                }
+            }
+            let [w, l, t] = tx.meta(i);
+            w.store(u32::from(kind), Ordering::Relaxed);
+            l.store(len, Ordering::Relaxed);
+            t.store(total, Ordering::Relaxed);
+            tx.seq(i).store(2, Ordering::Release);
+            // Then an 8-byte message at position 2: delivered if the forged record was
+            // accepted, flushed with the Receive otherwise.
+            let j = 2 & (tx.cells() - 1);
+            let [w, l, t] = tx.meta(j);
+            w.store(u32::from(kind::MSG), Ordering::Relaxed);
+            l.store(8, Ordering::Relaxed);
+            t.store(0, Ordering::Relaxed);
+            tx.seq(j).store(3, Ordering::Release);
+            link.wake_peer();
+            let r = next(&victim.cq);
+            assert!(
+                matches!(r.status, Status::SUCCESS | Status::CANCELED),
+                "round {round}: {r:?}"
+            );
+            let outside = victim.buf[64..LO]
+                .iter()
+                .chain(&victim.buf[HI..])
+                .all(|&b| b == 0xAA);
+            assert!(
+                outside,
+                "round {round}: a byte outside the exposed range changed"
+            );
+            drop(attacker);
+            drop(exposed);
         }
     }
 }

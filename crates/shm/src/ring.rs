@@ -9,9 +9,12 @@
 //!
 //! ```text
 //! 0   seq    u32  (position + 1) as u32, stored last with Release: the record is complete
-//! 4   word   u32  kind (MSG, CHUNK, RTR, RTS, ACK) | flags << 8 (SOLICITED, FIRST, LAST)
-//! 8   len    u32  MSG: inline bytes (≤ 48); CHUNK, RTS: bytes in the data area
-//! 12  total  u32  CHUNK with FIRST, RTS: the whole message's length
+//! 4   word   u32  kind (MSG, CHUNK, RTR, RTS, ACK, WRITE, WPULL, READ, RRESP, TERM, RNR)
+//!                 | flags << 8 (SOLICITED, FIRST, LAST)
+//! 8   len    u32  MSG, WRITE, READ, RRESP: inline bytes (≤ 48); CHUNK, RTS, WPULL: bytes in
+//!                 the data area
+//! 12  total  u32  CHUNK with FIRST, RTS: the whole message's length; WRITE, WPULL, READ,
+//!                 RRESP: the one-sided request's length
 //! 16  inline [u8; 48]
 //! ```
 //!
@@ -60,8 +63,60 @@ pub(crate) mod kind {
     /// A large message to be pulled from the sender's memory (cross-memory attach): the data
     /// area holds its scatter list, `(address, length)` pairs of 16 bytes; `total` is its size.
     pub(crate) const RTS: u8 = 4;
-    /// The receiver pulled (or refused) the oldest RTS message: the sender may complete it.
+    /// The receiver pulled (or refused) the oldest RTS message, or placed the oldest RDMA
+    /// Write: the initiator may complete it.
     pub(crate) const ACK: u8 = 5;
+    /// An RDMA Write. Inline bytes 0..16 are its descriptor ([`Desc`]); `total` is its length;
+    /// `len` counts the inline bytes (descriptor included, 16..=48). When `total` exceeds
+    /// `len - 16`, `len` is 16 and the data follows as CHUNK records (no FIRST; LAST on the
+    /// last one).
+    pub(crate) const WRITE: u8 = 6;
+    /// An RDMA Write the target pulls from the initiator's memory (cross-memory attach): the
+    /// data area holds the descriptor and then the initiator's scatter list, 16 bytes each;
+    /// `total` is the Write's length.
+    pub(crate) const WPULL: u8 = 7;
+    /// An RDMA Read request: the inline bytes are its descriptor (`len` 16); `total` its size.
+    pub(crate) const READ: u8 = 8;
+    /// The response to the oldest RDMA Read: `total` is its size; the bytes are inline
+    /// (`len == total` ≤ 48) or follow as CHUNK records (`len` 0).
+    pub(crate) const RRESP: u8 = 9;
+    /// The sender refused the initiator's oldest one-sided request (token, rights or bounds):
+    /// that request completes `ND_ACCESS_VIOLATION` and the connection ends.
+    pub(crate) const TERM: u8 = 10;
+    /// The receiver held the sender's oldest unreceived message longer than its
+    /// receiver-not-ready bound without a Receive (R-QP-7): the Send fails `ND_IO_TIMEOUT` and
+    /// the connection ends.
+    pub(crate) const RNR: u8 = 11;
+}
+
+/// The 16-byte descriptor of a one-sided request: the target's token (host order) and the
+/// address in the target's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Desc {
+    pub(crate) token: u32,
+    pub(crate) addr: u64,
+}
+
+impl Desc {
+    pub(crate) const LEN: usize = 16;
+
+    pub(crate) fn encode(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..4].copy_from_slice(&self.token.to_le_bytes());
+        b[8..].copy_from_slice(&self.addr.to_le_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Self {
+        let mut t = [0u8; 4];
+        let mut a = [0u8; 8];
+        t.copy_from_slice(&b[..4]);
+        a.copy_from_slice(&b[8..16]);
+        Self {
+            token: u32::from_le_bytes(t),
+            addr: u64::from_le_bytes(a),
+        }
+    }
 }
 
 /// Most scatter entries of an RTS record.
@@ -170,10 +225,23 @@ impl Producer {
     /// Whether a record using `data` bytes of the data area fits now; refreshes the cached
     /// tails from shared memory only when the cached ones say no.
     pub(crate) fn has_room<M: RingMem>(&mut self, m: &M, data: u64) -> Result<bool, Violation> {
+        self.has_room_for(m, 1, data)
+    }
+
+    /// Whether `cells` records using `data` bytes of the data area in all fit now (a Write's
+    /// descriptor and its one chunk, published together).
+    pub(crate) fn has_room_for<M: RingMem>(
+        &mut self,
+        m: &M,
+        cells: u64,
+        data: u64,
+    ) -> Result<bool, Violation> {
         let n = u64::from(m.cells());
         let d = m.data_len();
         let need = round_up(data);
-        if self.head - self.cached_tail < n && self.data_head + need - self.cached_data_tail <= d {
+        if self.head + cells - self.cached_tail <= n
+            && self.data_head + need - self.cached_data_tail <= d
+        {
             return Ok(true);
         }
         let t = m.tail().load(Ordering::Acquire);
@@ -183,7 +251,7 @@ impl Producer {
         }
         self.cached_tail = t;
         self.cached_data_tail = dt;
-        Ok(self.head - t < n && self.data_head + need - dt <= d)
+        Ok(self.head + cells - t <= n && self.data_head + need - dt <= d)
     }
 
     /// The (tail, data tail) the producer last saw: a blocked producer may retry once they move.
@@ -212,6 +280,30 @@ impl Producer {
             at += n;
         });
         self.publish(m, i, kind, flags, len as u32, 0);
+    }
+
+    /// As [`Producer::push_inline`], with `total` in the header (the WRITE, READ and RRESP
+    /// records).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push_header<M: RingMem, G: Gather>(
+        &mut self,
+        m: &M,
+        kind: u8,
+        flags: u8,
+        total: u32,
+        src: &G,
+        off: u64,
+        len: usize,
+    ) {
+        debug_assert!(len <= INLINE_MAX);
+        let i = (self.head as u32) & (m.cells() - 1);
+        let mut at = 0;
+        src.pieces(off, len, |p, n| {
+            // SAFETY: as in `push_inline`.
+            unsafe { m.write_inline(i, at, p, n) };
+            at += n;
+        });
+        self.publish(m, i, kind, flags, len as u32, total);
     }
 
     /// Publish a CHUNK record carrying message bytes `off..off + len` in the data area. The
@@ -307,8 +399,15 @@ impl Consumer {
         let ok = match r.kind {
             kind::MSG => r.len as usize <= INLINE_MAX,
             kind::CHUNK => u64::from(r.len) <= m.data_len(),
-            kind::RTR | kind::ACK => true,
+            kind::RTR | kind::ACK | kind::TERM | kind::RNR => true,
             kind::RTS => r.len % 16 == 0 && r.len as usize <= RTS_MAX_SGES * 16,
+            kind::WRITE => (Desc::LEN..=INLINE_MAX).contains(&(r.len as usize)),
+            kind::WPULL => {
+                r.len % 16 == 0
+                    && (2 * Desc::LEN..=(RTS_MAX_SGES + 1) * 16).contains(&(r.len as usize))
+            }
+            kind::READ => r.len as usize == Desc::LEN,
+            kind::RRESP => r.len as usize <= INLINE_MAX && r.len <= r.total,
             _ => false,
         };
         if ok {

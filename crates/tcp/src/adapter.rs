@@ -18,6 +18,7 @@ use crate::engine::Engine;
 use crate::listener::TcpListener;
 use crate::mr::{TcpMr, TcpMw};
 use crate::qp::TcpQp;
+use crate::srq::TcpSrq;
 
 /// The id of the provider's single adapter, which serves every local address.
 pub const ADAPTER_ID: u64 = 0x7463_7000_0000_0001; // "tcp" in the top bytes
@@ -58,8 +59,8 @@ pub(crate) fn adapter_info() -> AdapterInfo {
         max_outbound_read_limit: 128,
         max_receive_queue_depth: 16384,
         max_initiator_queue_depth: 16384,
-        // Shared receive queues arrive with the completions issue; 0 means "not supported".
-        max_shared_receive_queue_depth: 0,
+        // As deep as a queue pair's own receive queue (a software queue: any depth works).
+        max_shared_receive_queue_depth: 16384,
         max_completion_queue_depth: 65536,
         inline_request_threshold: 256,
         large_request_threshold: 64 * 1024,
@@ -136,13 +137,18 @@ impl traits::Adapter for TcpAdapter {
 
     fn create_shared_receive_queue(
         &self,
-        _depth: u32,
-        _max_request_sge: u32,
-        _notify_threshold: u32,
+        depth: u32,
+        max_request_sge: u32,
+        notify_threshold: u32,
         _group: u16,
         _affinity: usize,
     ) -> Result<Arc<dyn traits::SharedReceiveQueue>> {
-        Err(Error::new(Status::NOT_SUPPORTED))
+        Ok(TcpSrq::new(
+            self.shared.clone(),
+            depth,
+            max_request_sge,
+            notify_threshold,
+        ))
     }
 
     fn create_queue_pair(&self, config: QueuePairConfig) -> Result<Arc<dyn traits::QueuePair>> {

@@ -38,6 +38,11 @@ pub const VARIABLES: &[Variable] = &[
         default: "30000",
         meaning: "how long Connect waits for the TCP handshake and the MPA Reply before ND_IO_TIMEOUT",
     },
+    Variable {
+        name: "ND_TCP_RNR_TIMEOUT_MS",
+        default: "3000",
+        meaning: "how long a Send that finds no Receive posted (on its queue pair or its shared receive queue) waits for one, with the stream held (TCP back-pressure), before the receiver ends the connection and the Send fails ND_IO_TIMEOUT (R-QP-7); counted while the receiving application drives the adapter",
+    },
 ];
 
 /// The parsed configuration.
@@ -47,6 +52,8 @@ pub(crate) struct Config {
     pub(crate) mulpdu: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) write_probe: bool,
+    /// How long an inbound Send waits for a Receive (`ND_TCP_RNR_TIMEOUT_MS`).
+    pub(crate) rnr_timeout: Duration,
 }
 
 fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -66,6 +73,7 @@ impl Config {
             ),
             connect_timeout: Duration::from_millis(var("ND_TCP_CONNECT_TIMEOUT_MS", 30_000)),
             write_probe: var::<u8>("ND_TCP_WRITE_PROBE", 1) != 0,
+            rnr_timeout: Duration::from_millis(var("ND_TCP_RNR_TIMEOUT_MS", 3_000)),
         }
     }
 }

@@ -7,7 +7,14 @@
 //!   the control set (an epoll descriptor holding listeners, handshakes, connection attempts and
 //!   an eventfd) together with every data socket, and dispatches what became ready on its own
 //!   thread: one wake-up per event. Several blocking callers share this leader/follower style:
-//!   one sleeps in `poll`, the others on a condition variable that every completion signals.
+//!   one sleeps in `poll`, the others on a condition variable; a completion made on another
+//!   thread wakes them (the eventfd for the leader, the condition variable for followers),
+//!   and the leader wakes the followers when it returns, so that one of them takes over.
+//!
+//! A blocking waiter costs no system call beyond its sleep and its reads: a completion the
+//! sleeping thread makes itself (the usual case: it dispatched the event that completed its
+//! own request) wakes nobody, and the leader hands over to followers only if there are any.
+//! Other threads are woken only when they sleep (`sleepers`, [`Roles`]).
 //!
 //! Data sockets ("streams") are deliberately *not* kept in an epoll set while nobody needs it:
 //! a socket with a waiter on its wait queue pays an epoll callback for every arriving segment,
@@ -17,6 +24,7 @@
 //! readable when a socket needs attention or a request completed on another thread (the eventfd
 //! is written then), and the loop calls `Adapter::progress`.
 
+use std::cell::Cell;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -50,6 +58,11 @@ pub(crate) struct StreamShared {
     sock: Socket,
     /// The owner has output the socket did not take: wait for writability too.
     wants_write: AtomicBool,
+    /// The owner would read what arrives. Not while it holds a Send for want of a Receive
+    /// (the bytes stay in the socket, which stays readable) nor once it read the end of the
+    /// stream (a socket at EOF is readable forever): a leader polling such a socket would
+    /// wake at once, again and again. A stream that wants neither is left out of the set.
+    wants_read: AtomicBool,
 }
 
 struct StreamEntry {
@@ -63,13 +76,13 @@ pub(crate) struct Engine {
     wake: OwnedFd,
     sources: Mutex<Slab<Weak<dyn Source>>>,
     streams: Mutex<Slab<StreamEntry>>,
-    /// Held by the thread sleeping in `poll` (the leader), with its reusable scratch space.
-    leader: Mutex<LeaderScratch>,
-    /// Followers sleep here; bumped on every notify.
-    generation: Mutex<u64>,
+    /// The leader's reusable scratch space (only the leader locks it).
+    scratch: Mutex<LeaderScratch>,
+    /// Who sleeps how; followers wait on `cond` for `Roles::generation` to move.
+    roles: Mutex<Roles>,
     cond: Condvar,
-    /// Threads inside `wait`: `notify` only pays for the eventfd write when someone sleeps
-    /// or an external event loop watches the descriptor.
+    /// Threads inside `wait_for`: while there are none (besides the notifying thread itself),
+    /// `notify` costs no lock and no system call.
     sleepers: AtomicUsize,
     /// The epoll descriptor was handed out: streams are kept in the epoll set too.
     fd_exported: AtomicBool,
@@ -83,6 +96,48 @@ pub(crate) struct Engine {
 #[derive(Default)]
 struct LeaderScratch {
     streams: Vec<(Arc<StreamShared>, Weak<dyn Source>)>,
+}
+
+/// The blocked threads: at most one leader asleep in `poll(2)` (woken by the eventfd), and
+/// followers asleep on the condition variable (woken by a new `generation`).
+#[derive(Debug, Default)]
+struct Roles {
+    leader: bool,
+    followers: usize,
+    generation: u64,
+}
+
+thread_local! {
+    /// The engine whose `wait_for` this thread is inside (its address, 0 if none) and whether
+    /// it is that engine's leader: its own completions need not wake it.
+    static WAITING: Cell<(usize, bool)> = const { Cell::new((0, false)) };
+}
+
+/// This thread's presence in `Engine::wait_for`: counted in `sleepers`, marked in `WAITING`;
+/// both undone on drop (also if a source panics while the leader dispatches).
+struct Presence<'a> {
+    engine: &'a Engine,
+    outer: (usize, bool),
+}
+
+impl<'a> Presence<'a> {
+    fn enter(engine: &'a Engine) -> Self {
+        // SeqCst: announced before `done()` is read (see `Driver::wait_for`).
+        engine.sleepers.fetch_add(1, Ordering::SeqCst);
+        let outer = WAITING.with(|w| w.replace((engine.addr(), false)));
+        Self { engine, outer }
+    }
+
+    fn set_leading(&self, yes: bool) {
+        WAITING.with(|w| w.set((self.engine.addr(), yes)));
+    }
+}
+
+impl Drop for Presence<'_> {
+    fn drop(&mut self) {
+        WAITING.with(|w| w.set(self.outer));
+        self.engine.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl fmt::Debug for Engine {
@@ -149,8 +204,8 @@ impl Engine {
             wake,
             sources: Mutex::new(Slab::new()),
             streams: Mutex::new(Slab::new()),
-            leader: Mutex::new(LeaderScratch::default()),
-            generation: Mutex::new(0),
+            scratch: Mutex::new(LeaderScratch::default()),
+            roles: Mutex::new(Roles::default()),
             cond: Condvar::new(),
             sleepers: AtomicUsize::new(0),
             fd_exported: AtomicBool::new(false),
@@ -193,6 +248,7 @@ impl Engine {
         let shared = Arc::new(StreamShared {
             sock,
             wants_write: AtomicBool::new(false),
+            wants_read: AtomicBool::new(true),
         });
         let mut streams = self.lock_streams();
         let key = streams.insert(StreamEntry {
@@ -342,45 +398,77 @@ impl Engine {
         });
     }
 
-    /// The leader's sleep: `poll(2)` on the control set and every data socket.
+    /// The leader's sleep: `poll(2)` on the control set and every data socket, then the
+    /// dispatch of what became ready. Allocates nothing up to [`STACK_FDS`] descriptors.
     fn sleep_on_all(&self, scratch: &mut LeaderScratch, timeout: Option<Duration>) {
         scratch.streams.clear();
+        // SeqCst loads (here and below): see `Stream::set_interest`.
         scratch.streams.extend(
             self.lock_streams()
                 .iter()
+                .filter(|(_, e)| {
+                    e.shared.wants_read.load(Ordering::SeqCst)
+                        || e.shared.wants_write.load(Ordering::SeqCst)
+                })
                 .map(|(_, e)| (e.shared.clone(), e.source.clone())),
         );
-        let mut fds = Vec::with_capacity(scratch.streams.len() + 1);
-        fds.push(PollFd::new(&self.epfd, PollFlags::IN));
-        for (sh, _) in &scratch.streams {
-            let mut f = PollFlags::IN | PollFlags::RDHUP;
-            if sh.wants_write.load(Ordering::Acquire) {
-                f |= PollFlags::OUT;
-            }
-            fds.push(PollFd::new(&sh.sock, f));
-        }
         let ts = timeout.map(|t| rustix::time::Timespec {
             tv_sec: t.as_secs().min(i32::MAX as u64) as _,
             tv_nsec: t.subsec_nanos() as _,
         });
-        if rustix::event::poll(&mut fds, ts.as_ref()).is_err() {
-            return; // EINTR: the caller re-checks its condition
-        }
-        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
-        drop(fds);
-        if ready[0] {
-            self.poll(Some(Duration::ZERO));
-        }
-        for ((_, src), r) in scratch.streams.iter().zip(&ready[1..]) {
-            if *r {
+        {
+            let streams = &scratch.streams;
+            let n = streams.len() + 1;
+            let entry = |i: usize| match i.checked_sub(1).and_then(|i| streams.get(i)) {
+                None => PollFd::new(&self.epfd, PollFlags::IN),
+                Some((sh, _)) => {
+                    let mut f = PollFlags::empty();
+                    if sh.wants_read.load(Ordering::SeqCst) {
+                        f |= PollFlags::IN | PollFlags::RDHUP;
+                    }
+                    if sh.wants_write.load(Ordering::SeqCst) {
+                        f |= PollFlags::OUT;
+                    }
+                    PollFd::new(&sh.sock, f)
+                }
+            };
+            let mut on_stack: [PollFd<'_>; STACK_FDS];
+            let mut on_heap: Vec<PollFd<'_>>;
+            let fds: &mut [PollFd<'_>] = if n <= STACK_FDS {
+                // Entries past `n` are never passed to `poll`.
+                on_stack = std::array::from_fn(|i| entry(if i < n { i } else { 0 }));
+                &mut on_stack[..n]
+            } else {
+                on_heap = (0..n).map(entry).collect();
+                &mut on_heap
+            };
+            // On EINTR nothing is reported ready; the caller re-checks its condition.
+            let _ = rustix::event::poll(fds, ts.as_ref());
+            if !fds[0].revents().is_empty() {
+                self.poll(Some(Duration::ZERO));
+            }
+            for (f, (_, src)) in fds[1..].iter().zip(streams) {
+                let r = f.revents();
+                if r.is_empty() {
+                    continue;
+                }
+                let mut ev = EventFlags::IN | EventFlags::OUT;
+                if r.intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR) {
+                    // The FIN (or error) sits behind the data: the source must read to it.
+                    ev |= EventFlags::RDHUP;
+                }
                 if let Some(s) = src.upgrade() {
-                    s.on_ready(EventFlags::IN | EventFlags::OUT);
+                    s.on_ready(ev);
                 }
             }
         }
         scratch.streams.clear();
     }
 }
+
+/// How many descriptors (the epoll set and data sockets) the leader's `poll` set holds on the
+/// stack; a larger set is allocated per sleep.
+const STACK_FDS: usize = 16;
 
 impl Driver for Engine {
     fn progress(&self) {
@@ -392,42 +480,147 @@ impl Driver for Engine {
     }
 
     fn wait(&self, timeout: Option<Duration>) {
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
-        if let Ok(mut scratch) = self.leader.try_lock() {
-            let timeout = match (timeout, self.run_timers()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+        self.wait_for(&|| false, timeout);
+    }
+
+    /// Sleep without a `progress` pass first: the leader's sleep is on every descriptor that
+    /// pass would read (the epoll set, whose ready list keeps undelivered edges, and every
+    /// data socket, level-triggered, or with the descriptor exported their edges in the epoll
+    /// set), and due timers fire before the check, so nothing a `progress` pass would have
+    /// found is slept through. The caller has typically just polled its CQ, which read its
+    /// sockets: a second pass would only repeat `EAGAIN`s.
+    fn wait_for(&self, done: &dyn Fn() -> bool, timeout: Option<Duration>) {
+        let me = Presence::enter(self);
+        // Timers first: what they complete is this thread's own doing, which wakes nobody,
+        // so the check below must come after.
+        let timeout = match (timeout, self.run_timers()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // The role is taken and `done()` checked under the lock `notify` reads the roles
+        // under: a completion elsewhere either precedes the check or finds this sleeper.
+        let mut roles = self.lock_roles();
+        if done() {
+            return;
+        }
+        if roles.leader {
+            roles.followers += 1;
+            let seen = roles.generation;
+            let t = timeout.unwrap_or(Duration::from_secs(3600));
+            let (mut roles, _) = self
+                .cond
+                .wait_timeout_while(roles, t, |r| r.generation == seen)
+                .unwrap_or_else(|e| e.into_inner());
+            roles.followers -= 1;
+            return;
+        }
+        roles.leader = true;
+        drop(roles);
+        let _lead = Leadership { engine: self };
+        me.set_leading(true);
+        {
+            let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
             if self.fd_exported.load(Ordering::SeqCst) {
                 self.poll(timeout);
             } else {
                 self.sleep_on_all(&mut scratch, timeout);
             }
-            self.run_timers();
-            drop(scratch);
-            // Let followers re-check what this thread's dispatch completed.
-            self.bump();
-        } else {
-            let g = self.generation.lock().unwrap_or_else(|e| e.into_inner());
-            let seen = *g;
-            let t = timeout.unwrap_or(Duration::from_secs(3600));
-            let _ = self.cond.wait_timeout_while(g, t, |g| *g == seen);
         }
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        self.run_timers();
+        me.set_leading(false);
+        // `_lead` hands over to a follower, if any, before `me` leaves.
     }
 
     fn notify(&self) {
-        if self.sleepers.load(Ordering::SeqCst) > 0 || self.fd_exported.load(Ordering::Relaxed) {
-            let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
-            self.bump();
+        let exported = self.fd_exported.load(Ordering::Relaxed);
+        if exported {
+            // An external event loop watches the descriptor (and so does our leader).
+            self.wake_leader();
+        }
+        let (here, leading) = WAITING.with(Cell::get);
+        let in_wait = here == self.addr();
+        if in_wait && leading {
+            // The leader's own dispatch: it returns to its caller right after, which re-checks
+            // its condition, and hands over to the followers then (`Leadership`), which wakes
+            // them to re-check theirs.
+            return;
+        }
+        // SeqCst: pairs with `Presence::enter`; the request's status was stored (SeqCst)
+        // before this call.
+        if self.sleepers.load(Ordering::SeqCst) <= usize::from(in_wait) {
+            // Nobody else sleeps: the caller itself re-checks its condition.
+            return;
+        }
+        let mut roles = self.lock_roles();
+        let wake_leader = roles.leader && !exported;
+        // Followers would also wake through the leader's hand-over; waking them directly
+        // saves them that detour.
+        let wake_followers = roles.followers > 0;
+        if wake_followers {
+            roles.generation += 1;
+        }
+        drop(roles);
+        if wake_leader {
+            self.wake_leader();
+        }
+        if wake_followers {
+            self.cond.notify_all();
+        }
+    }
+}
+
+/// The leader role, given up on drop: followers (if any) are woken so that one takes over
+/// the `poll` while this thread returns to its caller.
+struct Leadership<'a> {
+    engine: &'a Engine,
+}
+
+impl Drop for Leadership<'_> {
+    fn drop(&mut self) {
+        let mut roles = self.engine.lock_roles();
+        roles.leader = false;
+        if roles.followers > 0 {
+            roles.generation += 1;
+            drop(roles);
+            self.engine.cond.notify_all();
         }
     }
 }
 
 impl Engine {
-    fn bump(&self) {
-        *self.generation.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.cond.notify_all();
+    fn lock_roles(&self) -> std::sync::MutexGuard<'_, Roles> {
+        self.roles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A stream wants an event the sleeping leader's `poll` set may lack: have the leader
+    /// rebuild it. Not with the descriptor exported (streams sit in the epoll set with every
+    /// event then), nor when this thread is the leader (it rebuilds the set before its next
+    /// sleep).
+    fn interest_grew(&self) {
+        if self.fd_exported.load(Ordering::Relaxed) {
+            return;
+        }
+        let (here, leading) = WAITING.with(Cell::get);
+        if here == self.addr() && leading {
+            return;
+        }
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        if self.lock_roles().leader {
+            self.wake_leader();
+        }
+    }
+
+    /// This engine's identity for `WAITING`.
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Make the epoll set readable: the leader's `poll` (and an external event loop) returns.
+    /// The count is drained by the next dispatch (`Engine::poll`).
+    fn wake_leader(&self) {
+        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
     }
 }
 
@@ -457,7 +650,24 @@ impl Stream {
     /// Whether a blocked waiter should also wake for writability (the owner has output the
     /// socket did not take).
     pub(crate) fn set_wants_write(&self, yes: bool) {
-        self.shared.wants_write.store(yes, Ordering::Release);
+        self.set_interest(&self.shared.wants_write, yes);
+    }
+
+    /// Whether a blocked waiter should wake for what arrives (see `StreamShared::wants_read`).
+    pub(crate) fn set_wants_read(&self, yes: bool) {
+        self.set_interest(&self.shared.wants_read, yes);
+    }
+
+    /// A leader asleep in `poll` asks for what the stream wanted when it went to sleep: one
+    /// that wants more now (output another thread queued, a Receive that ended a stall) must
+    /// rebuild its set, or it would sleep through the event — and a peer that waits for that
+    /// output would wait for ever. The swap and the leader's loads are `SeqCst`, and so is
+    /// `sleepers`: either the leader's set already has the new interest, or it is found here.
+    fn set_interest(&self, flag: &AtomicBool, yes: bool) {
+        let was = flag.swap(yes, Ordering::SeqCst);
+        if yes && !was {
+            self.engine.interest_grew();
+        }
     }
 }
 

@@ -9,6 +9,8 @@
 //! * `qp` — the data path: framing Sends into FPDUs, placing inbound segments.
 //! * `connector`, `listener` — connection management: TCP connect/accept, the MPA
 //!   Request/Reply exchange, the RTR that completes `Accept`.
+//! * `srq` — shared receive queues: Receives many queue pairs take from, and the wake-up of
+//!   queue pairs holding a Send until one is posted.
 //!
 //! ND ports are TCP ports (an identity mapping), so a `tcp` listener is reachable by any iWARP
 //! peer that connects to that TCP port.
@@ -29,6 +31,7 @@ mod mr;
 pub mod protect;
 mod qp;
 mod sockets;
+mod srq;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

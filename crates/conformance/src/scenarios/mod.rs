@@ -3,6 +3,7 @@
 mod connection;
 mod data;
 mod rdma;
+mod srq;
 mod teardown;
 
 use std::fmt;
@@ -208,6 +209,40 @@ pub const SCENARIOS: &[Scenario] = &[
         flow: Flow::Normal,
         server: rdma::window_other_qp_server,
         client: rdma::window_other_qp_client,
+    },
+    Scenario {
+        name: "rnr-timeout",
+        summary: "a Send with no Receive posted at the peer waits there for the receiver's \
+                  bound, then completes ND_IO_TIMEOUT; the receiver sees no CQE, both sides \
+                  see the connection end (R-QP-7)",
+        flow: Flow::Normal,
+        server: srq::rnr_timeout_server,
+        client: srq::rnr_timeout_client,
+    },
+    Scenario {
+        name: "rnr-timeout-polling",
+        summary: "the same with a receiver that only busy-polls its CQ (no blocking wait \
+                  drives the engine's timers): the bound still holds",
+        flow: Flow::Normal,
+        server: srq::rnr_timeout_polling_server,
+        client: srq::rnr_timeout_client,
+    },
+    Scenario {
+        name: "rnr-timeout-srq",
+        summary: "the same with the receiver's queue pair on an empty SRQ; the SRQ keeps \
+                  working for Receives posted afterwards",
+        flow: Flow::Normal,
+        server: srq::rnr_timeout_srq_server,
+        client: srq::rnr_timeout_srq_client,
+    },
+    Scenario {
+        name: "srq-server-256",
+        summary: "one SRQ of 512 buffers serves 256 connections from one client process, 8 \
+                  messages each, echoed: every byte checked both ways, Sends wait for reposts \
+                  when the SRQ runs dry, every buffer accounted for at the end",
+        flow: Flow::Normal,
+        server: srq::srq_server_256_server,
+        client: srq::srq_server_256_client,
     },
 ];
 

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
-use crate::kit::overlapped::{Driver, Overlapped, PendingRequests};
+use crate::kit::overlapped::{Driver, OvRecycler, Overlapped, PendingRequests};
 use crate::{Error, NdResult, NotifyType, Result, Status};
 
 /// Something whose I/O a completion queue drives when polled: a provider's queue pair.
@@ -37,6 +37,8 @@ struct Inner {
     /// The strongest armed notification type, if any.
     armed: Option<NotifyType>,
     waiters: PendingRequests<()>,
+    /// Notify requests' allocations, reused once the application let go of them.
+    recycler: OvRecycler,
 }
 
 /// A software completion queue.
@@ -74,6 +76,7 @@ impl CqCore {
                 triggers: Triggers::default(),
                 armed: None,
                 waiters: PendingRequests::new(),
+                recycler: OvRecycler::new(),
             }),
             sources: RwLock::new(Vec::new()),
             driver,
@@ -181,8 +184,8 @@ impl CqCore {
     /// `Notify`: arm the queue. Completes at once when an entry that qualifies arrived after the
     /// last short `get_results` (the race rule), or with `ND_BUFFER_OVERFLOW` after an overrun.
     pub fn notify(&self, ty: NotifyType) -> Overlapped {
-        let (ov, c) = Overlapped::pending(self.driver.clone());
         let mut i = self.lock();
+        let (ov, c) = i.recycler.pending(&self.driver);
         if i.overrun {
             c.complete(Status::BUFFER_OVERFLOW);
             return ov;
@@ -302,6 +305,30 @@ mod tests {
     }
 
     #[test]
+    fn errors_fires_only_on_error_and_overrun_outlives_resize() {
+        let cq = CqCore::new(2, Arc::new(NullDriver));
+        let ov = cq.notify(NotifyType::Errors);
+        cq.push(r(Status::SUCCESS), PushKind { solicited: true });
+        assert!(!ov.is_complete(), "a solicited success is not an error");
+        cq.push(r(Status::REMOTE_ERROR), PushKind::default());
+        assert_eq!(ov.try_result(), Some(Ok(())));
+        // Overrun: the third entry is kept; the CQ stays unusable even after growing.
+        let pending = cq.notify(NotifyType::Errors);
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert_eq!(
+            pending.try_result(),
+            Some(Err(Error::new(Status::BUFFER_OVERFLOW)))
+        );
+        cq.resize(16).expect("grow");
+        assert_eq!(
+            cq.notify(NotifyType::Any).try_result(),
+            Some(Err(Error::new(Status::BUFFER_OVERFLOW)))
+        );
+        let mut out = [NdResult::EMPTY; 4];
+        assert_eq!(cq.get_results(&mut out), 3, "nothing is lost");
+    }
+
+    #[test]
     fn short_poll_clears_and_all_waiters_fire_together() {
         let cq = CqCore::new(8, Arc::new(NullDriver));
         cq.push(r(Status::SUCCESS), PushKind::default());
@@ -328,6 +355,25 @@ mod tests {
             cq.notify(NotifyType::Any).try_result(),
             Some(Err(Error::new(Status::BUFFER_OVERFLOW)))
         );
+    }
+
+    #[test]
+    fn rearmed_notify_starts_pending() {
+        // Notify requests are recycled (`OvRecycler`): a re-armed one must not inherit the
+        // earlier one's completion.
+        let cq = CqCore::new(64, Arc::new(NullDriver));
+        let mut prev = None;
+        for _ in 0..5 {
+            let ov = cq.notify(NotifyType::Any);
+            assert!(!ov.is_complete());
+            cq.push(r(Status::SUCCESS), PushKind::default());
+            assert_eq!(ov.try_result(), Some(Ok(())));
+            let mut out = [NdResult::EMPTY; 4];
+            assert_eq!(cq.get_results(&mut out), 1);
+            // Keep the last one across the next Notify, as applications do.
+            prev = Some(ov);
+        }
+        drop(prev);
     }
 
     #[test]

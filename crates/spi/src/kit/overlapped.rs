@@ -38,16 +38,50 @@ pub trait Driver: Send + Sync + fmt::Debug {
     /// A request completed or a notification fired: wake threads blocked in [`Driver::wait`] and
     /// signal the adapter's overlapped descriptor.
     fn notify(&self);
+
+    /// What a blocked [`Overlapped::wait`] does once per turn: make progress, and sleep unless
+    /// `done()` holds. Returns when `done()` holds, something may have changed, or `timeout`
+    /// passed; the caller re-checks `done()` afterwards (spurious returns are allowed).
+    ///
+    /// The default is [`Driver::progress`], then [`Driver::wait`] unless `done()`. A driver
+    /// may do better, provided that:
+    /// * it never sleeps while `done()` holds: `done()` is checked after the thread is
+    ///   counted as a sleeper for [`Driver::notify`], so a completion on another thread
+    ///   between the check and the sleep still wakes it (`done()` reads the request's status
+    ///   with `SeqCst`, for that pairing);
+    /// * it never sleeps while progress is possible that the sleep would not report: then it
+    ///   may skip the `progress` call the default makes (the caller typically polled just
+    ///   before, and the sleep itself is on the descriptors that would report anything new).
+    ///
+    /// `done` may be called with the driver's internal locks held: it must only read state
+    /// (typically one request's status), never call into the driver.
+    fn wait_for(&self, done: &dyn Fn() -> bool, timeout: Option<Duration>) {
+        self.progress();
+        if !done() {
+            self.wait(timeout);
+        }
+    }
 }
 
 /// How to withdraw one pending request (a Rust extension: ND cancels per object).
 type Canceller = Box<dyn Fn() + Send + Sync>;
 
+/// What [`Overlapped::cancel`] does for a request.
+enum Cancel {
+    /// Nothing: the provider cannot withdraw it; it completes normally.
+    No,
+    /// Complete it with `ND_CANCELED` (a flag rather than a closure: a CQ's Notify is armed
+    /// once per message by a blocking application, and must not allocate).
+    Itself,
+    /// Ask the provider.
+    Custom(Canceller),
+}
+
 struct OvState {
     status: AtomicI32,
     waker: Mutex<Option<Waker>>,
     driver: Arc<dyn Driver>,
-    cancel: Mutex<Option<Canceller>>,
+    cancel: Mutex<Cancel>,
 }
 
 /// One asynchronous ND request: the Rust form of an `OVERLAPPED` the provider completes.
@@ -70,7 +104,7 @@ impl Overlapped {
             status: AtomicI32::new(Status::PENDING.0),
             waker: Mutex::new(None),
             driver,
-            cancel: Mutex::new(None),
+            cancel: Mutex::new(Cancel::No),
         });
         (
             Self {
@@ -89,7 +123,11 @@ impl Overlapped {
 
     /// The current status: `ND_PENDING` while in progress, then the final status.
     pub fn status(&self) -> Status {
-        Status(self.state.status.load(Ordering::Acquire))
+        // SeqCst pairs with the store in `OvCompleter::complete` followed by the driver's
+        // check for sleepers (`Driver::wait_for`): of a waiter that announced itself and then
+        // reads the status, and a completer that stores it and then looks for sleepers, at
+        // least one sees the other.
+        Status(self.state.status.load(Ordering::SeqCst))
     }
 
     /// True once the final status is known.
@@ -123,22 +161,23 @@ impl Overlapped {
     /// Block at most `timeout` (forever with `None`). `None` is returned if it is still pending.
     pub fn wait_timeout(&self, timeout: Option<Duration>) -> Option<Result<()>> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let driver = &self.state.driver;
         loop {
-            if self.is_complete() {
-                return Some(Error::check(self.status()));
-            }
-            self.state.driver.progress();
-            if self.is_complete() {
-                return Some(Error::check(self.status()));
+            if let Some(r) = self.try_result() {
+                return Some(r);
             }
             let left = match deadline {
                 Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
                     Some(left) if !left.is_zero() => Some(left),
-                    _ => return None,
+                    _ => {
+                        // Out of time: one last non-blocking look.
+                        driver.progress();
+                        return self.try_result();
+                    }
                 },
                 None => None,
             };
-            self.state.driver.wait(left);
+            driver.wait_for(&|| self.is_complete(), left);
         }
     }
 
@@ -150,14 +189,19 @@ impl Overlapped {
         if self.is_complete() {
             return;
         }
-        let c = self
-            .state
-            .cancel
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(c) = c {
-            c();
+        let how = std::mem::replace(
+            &mut *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()),
+            Cancel::No,
+        );
+        match how {
+            Cancel::No => {}
+            Cancel::Itself => {
+                OvCompleter {
+                    state: self.state.clone(),
+                }
+                .complete(Status::CANCELED);
+            }
+            Cancel::Custom(c) => c(),
         }
     }
 
@@ -238,18 +282,14 @@ impl OvCompleter {
     /// notification-type requests (GetConnectionRequest, Notify, NotifyDisconnect) whose
     /// provider skips requests that are no longer pending when it fires.
     pub fn allow_cancel(&self) {
-        let weak = Arc::downgrade(&self.state);
-        self.set_canceller(move || {
-            if let Some(state) = weak.upgrade() {
-                Self { state }.complete(Status::CANCELED);
-            }
-        });
+        *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()) = Cancel::Itself;
     }
 
     /// Tell the request how to withdraw itself (see [`Overlapped::cancel`]). The closure must
     /// complete the request with `ND_CANCELED` (through its completer) if it is still pending.
     pub fn set_canceller(&self, cancel: impl Fn() + Send + Sync + 'static) {
-        *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(cancel));
+        *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()) =
+            Cancel::Custom(Box::new(cancel));
     }
 
     /// Set the final status (anything but `ND_PENDING`). Only the first call has an effect;
@@ -259,22 +299,20 @@ impl OvCompleter {
         let done = self
             .state
             .status
+            // SeqCst: see `Overlapped::status`.
             .compare_exchange(
                 Status::PENDING.0,
                 status.0,
-                Ordering::AcqRel,
-                Ordering::Acquire,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
             )
             .is_ok();
         if done {
             // The canceller may hold references to the provider object; let them go.
-            drop(
-                self.state
-                    .cancel
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take(),
-            );
+            drop(std::mem::replace(
+                &mut *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()),
+                Cancel::No,
+            ));
             let waker = self
                 .state
                 .waker
@@ -307,6 +345,77 @@ impl fmt::Debug for OvCompleter {
         f.debug_struct("OvCompleter")
             .field("status", &Status(self.state.status.load(Ordering::Acquire)))
             .finish()
+    }
+}
+
+/// Reuses the allocations of finished requests for new ones of the same object: a CQ's
+/// Notify, which a blocking application re-arms once per message, then allocates only while
+/// the application still holds its earlier requests.
+///
+/// A request is reused only when nothing else refers to it any more (its completer is gone
+/// and the application dropped every handle; `Arc::get_mut` proves it), so no handle can ever
+/// see a finished request turn pending again. Two are kept because an application typically
+/// still holds the request that just fired while it arms the next one.
+#[derive(Default)]
+pub struct OvRecycler {
+    spare: [Option<Arc<OvState>>; 2],
+    /// The slot the next fresh allocation replaces when both are in use.
+    next: usize,
+}
+
+impl OvRecycler {
+    /// An empty recycler.
+    pub const fn new() -> Self {
+        Self {
+            spare: [None, None],
+            next: 0,
+        }
+    }
+
+    /// A new pending request, as [`Overlapped::pending`], in a recycled allocation if one is
+    /// free.
+    pub fn pending(&mut self, driver: &Arc<dyn Driver>) -> (Overlapped, OvCompleter) {
+        let spare = &mut self.spare;
+        let free = (0..spare.len())
+            .find(|&i| spare[i].as_mut().is_some_and(|a| Arc::get_mut(a).is_some()));
+        let state = match free {
+            Some(i) => {
+                let arc = spare[i].as_mut().expect("found above");
+                let st = Arc::get_mut(arc).expect("found above: no other reference");
+                *st.status.get_mut() = Status::PENDING.0;
+                *st.waker.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+                *st.cancel.get_mut().unwrap_or_else(|e| e.into_inner()) = Cancel::No;
+                if !Arc::ptr_eq(&st.driver, driver) {
+                    st.driver = driver.clone();
+                }
+                arc.clone()
+            }
+            None => {
+                let (ov, _) = Overlapped::pending(driver.clone());
+                let slot = match self.spare.iter().position(Option::is_none) {
+                    Some(i) => i,
+                    None => {
+                        self.next = (self.next + 1) % self.spare.len();
+                        self.next
+                    }
+                };
+                self.spare[slot] = Some(ov.state.clone());
+                ov.state
+            }
+        };
+        (
+            Overlapped {
+                state: state.clone(),
+            },
+            OvCompleter { state },
+        )
+    }
+}
+
+impl fmt::Debug for OvRecycler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let held = self.spare.iter().filter(|s| s.is_some()).count();
+        f.debug_struct("OvRecycler").field("held", &held).finish()
     }
 }
 
@@ -418,6 +527,56 @@ pub(crate) mod tests {
         let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
         c.complete(Status::SUCCESS);
         drop(ov.clone().cancel_on_drop());
+        assert_eq!(ov.try_result(), Some(Ok(())));
+    }
+
+    #[test]
+    fn recycler_reuses_only_released_requests() {
+        let d: Arc<dyn Driver> = Arc::new(NullDriver);
+        let mut r = OvRecycler::new();
+        let (a, ca) = r.pending(&d);
+        assert!(ca.complete(Status::SUCCESS));
+        drop(ca);
+        // The application still holds `a` while arming the next request.
+        let (b, cb) = r.pending(&d);
+        assert!(
+            !Arc::ptr_eq(&a.state, &b.state),
+            "a held request is not reused"
+        );
+        let a_ptr = Arc::as_ptr(&a.state);
+        drop(a);
+        let (c, cc) = r.pending(&d);
+        assert_eq!(Arc::as_ptr(&c.state), a_ptr, "a released request is reused");
+        assert!(!c.is_complete(), "the reused request is pending again");
+        assert!(c.try_result().is_none());
+        // `b` is still pending (its completer lives): never reused, even once the handle goes.
+        drop(b);
+        let (d2, _cd) = r.pending(&d);
+        assert!(!Arc::ptr_eq(&d2.state, &cb.state));
+        assert!(!Arc::ptr_eq(&d2.state, &c.state));
+        assert!(cb.is_pending());
+        // A clone keeps a finished request from being reused.
+        assert!(cc.complete(Status::CANCELED));
+        drop(cc);
+        let keep = c.clone();
+        drop(c);
+        let (e, _ce) = r.pending(&d);
+        assert!(!Arc::ptr_eq(&e.state, &keep.state));
+        assert_eq!(keep.try_result(), Some(Err(Error::CANCELED)));
+    }
+
+    #[test]
+    fn a_self_cancelling_request_cancels_once() {
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        c.allow_cancel();
+        ov.cancel();
+        assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
+        assert!(!c.complete(Status::SUCCESS), "already final");
+        // Once complete, the request no longer cancels.
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        c.allow_cancel();
+        assert!(c.complete(Status::SUCCESS));
+        ov.cancel();
         assert_eq!(ov.try_result(), Some(Ok(())));
     }
 

@@ -25,6 +25,15 @@ pub struct Seg {
     pub reg: Option<Arc<Registration>>,
 }
 
+impl Seg {
+    /// An unused slot (for arrays built in `const` context, without allocating).
+    pub const EMPTY: Self = Self {
+        addr: 0,
+        len: 0,
+        reg: None,
+    };
+}
+
 /// A Receive handed to a queue pair by [`SrqCore::take_into`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TakenReceive {

@@ -47,12 +47,15 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Instant;
 
 use netdirect_spi::kit::cq::{CqCore, ProgressSource, PushKind};
 use netdirect_spi::kit::mr::{Access, AccessError, Kind, NewRegistration, Registration};
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
+use netdirect_spi::kit::srq::Seg as SrqSeg;
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
 use netdirect_spi::{fail, Error, MrFlags, NdResult, OpFlags, RequestType, Result, Sge, Status};
+use netdirect_wire::fpdu::SegmentHeader;
 use netdirect_wire::handshake::{Negotiated, Rtr};
 use netdirect_wire::rdmap::{ReadRequest, TermError, Terminate};
 use rustix::event::epoll::EventFlags;
@@ -63,6 +66,7 @@ use crate::cq::TcpCq;
 use crate::engine::{Source, Stream};
 use crate::mr::{TcpMr, TcpMw};
 use crate::protect::ExpectedResponse;
+use crate::srq::TcpSrq;
 use queue::{Seg, WrQueue};
 use rx::Rx;
 use tx::Tx;
@@ -267,6 +271,11 @@ pub(crate) struct Inner {
     /// Last registration a local SGE resolved to: most posts reuse the same buffer. Weak, so
     /// that it never keeps a deregistered region's Deregister pending.
     cache: Weak<Registration>,
+    /// With a shared receive queue: where a taken Receive's segments land before they join
+    /// `rq` (sized once, at creation), and whether this queue pair is on the SRQ's stalled
+    /// list.
+    srq_scratch: Vec<SrqSeg>,
+    srq_listed: bool,
 }
 
 impl Inner {
@@ -291,6 +300,8 @@ impl Inner {
             disconnect_waiters: PendingRequests::new(),
             was_connected: false,
             cache: Weak::new(),
+            srq_scratch: Vec::new(),
+            srq_listed: false,
         }
     }
 }
@@ -303,6 +314,8 @@ pub(crate) struct TcpQp {
     pub(crate) shared: Arc<Shared>,
     rcq: Arc<TcpCq>,
     icq: Arc<TcpCq>,
+    /// `CreateQueuePairWithSrq`: Receives come from here, one message at a time, into `rq`.
+    srq: Option<Arc<TcpSrq>>,
     context: u64,
     max_transfer: u64,
     inline_size: u32,
@@ -346,8 +359,32 @@ impl TcpQp {
     pub(crate) fn new(shared: Arc<Shared>, cfg: &QueuePairConfig) -> Result<Arc<Self>> {
         let rcq = TcpCq::downcast(&cfg.receive_cq).ok_or(Error::invalid_parameter(2))?;
         let icq = TcpCq::downcast(&cfg.initiator_cq).ok_or(Error::invalid_parameter(3))?;
-        if cfg.srq.is_some() {
-            return fail(Status::NOT_SUPPORTED);
+        // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
+        let srq = match &cfg.srq {
+            Some(s) => Some(
+                TcpSrq::downcast(s)
+                    .filter(|s| Arc::ptr_eq(&s.shared, &shared))
+                    .ok_or(Error::invalid_parameter(4))?,
+            ),
+            None => None,
+        };
+        // With an SRQ, `rq` holds only the Receive taken for the message being received.
+        let (rq_depth, rq_segs) = match &srq {
+            Some(s) => (1, s.max_segs()),
+            None => (
+                cfg.receive_queue_depth as usize,
+                seg_capacity(cfg.max_receive_request_sge),
+            ),
+        };
+        let mut inner = Inner::new(
+            WrQueue::new(rq_depth, rq_segs),
+            WrQueue::new(
+                cfg.initiator_queue_depth as usize,
+                seg_capacity(cfg.max_initiator_request_sge),
+            ),
+        );
+        if srq.is_some() {
+            inner.srq_scratch = vec![SrqSeg::default(); rq_segs];
         }
         let info = shared.info;
         let qp = Arc::new_cyclic(|me| Self {
@@ -356,19 +393,11 @@ impl TcpQp {
             shared: shared.clone(),
             rcq: rcq.clone(),
             icq: icq.clone(),
+            srq,
             context: cfg.context,
             max_transfer: u64::from(info.max_transfer_length),
             inline_size: cfg.inline_data_size,
-            inner: Mutex::new(Inner::new(
-                WrQueue::new(
-                    cfg.receive_queue_depth as usize,
-                    seg_capacity(cfg.max_receive_request_sge),
-                ),
-                WrQueue::new(
-                    cfg.initiator_queue_depth as usize,
-                    seg_capacity(cfg.max_initiator_request_sge),
-                ),
-            )),
+            inner: Mutex::new(inner),
         });
         let src: Weak<dyn ProgressSource> = qp.me.clone();
         rcq.core.attach(src.clone());
@@ -467,6 +496,11 @@ impl TcpQp {
     /// # Safety
     /// See [`traits::QueuePair::receive`].
     unsafe fn post_receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
+        if self.srq.is_some() {
+            // Its Receives are posted to the shared receive queue; this queue pair has none
+            // of its own to hold them.
+            return fail(Status::INVALID_DEVICE_REQUEST);
+        }
         let mut g = self.lock();
         if sge.len() > g.rq.max_segs() {
             return fail(Status::DATA_OVERRUN);
@@ -862,6 +896,10 @@ impl TcpQp {
             self.complete_recv(wr.context, Status::CANCELED, 0, false);
         }
         g.rx.reset_message();
+        if let Some(s) = &g.sock {
+            // No longer held for a Receive; what follows is read (and dropped) up to the end.
+            s.set_wants_read(!g.rx.at_end());
+        }
         let r = &mut g.rdma;
         r.orq.clear();
         r.irq.clear();
@@ -1042,6 +1080,80 @@ impl TcpQp {
             }
             self.encode_pending(g);
         }
+    }
+
+    /// Take the SRQ's oldest Receive into `rq` for the message arriving now. `false` when this
+    /// queue pair has no SRQ, or the SRQ is empty (the queue pair is then on its stalled list
+    /// and the next post there drives it: [`TcpQp::srq_posted`]).
+    fn take_from_srq(&self, g: &mut Inner) -> bool {
+        let Some(srq) = &self.srq else {
+            return false;
+        };
+        let Inner {
+            srq_scratch,
+            srq_listed,
+            rq,
+            ..
+        } = g;
+        let Some(t) = srq.take_or_wait(srq_scratch, &self.me, srq_listed) else {
+            return false;
+        };
+        let segs = srq_scratch[..t.segs].iter_mut().map(|s| Seg {
+            addr: s.addr,
+            len: s.len,
+            reg: s.reg.take(),
+        });
+        rq.push(
+            RecvWr {
+                context: t.context,
+                total: t.total,
+            },
+            segs,
+        );
+        true
+    }
+
+    /// A Receive was posted to this queue pair's SRQ while it was on the stalled list (which
+    /// the poster took it off): resume the held Send on the poster's thread.
+    pub(crate) fn srq_posted(&self) {
+        let mut g = self.lock();
+        g.srq_listed = false;
+        self.progress_locked(&mut g);
+    }
+
+    /// An inbound Send found no Receive: hold it (and the stream behind it) and start the
+    /// `ND_TCP_RNR_TIMEOUT_MS` clock, once per stall, with at most one engine timer per queue
+    /// pair (R-QP-7).
+    fn stall(&self, g: &mut Inner, h: SegmentHeader) {
+        g.rx.stalled = Some(h);
+        // The rest stays in the socket until a Receive comes: a blocked waiter must not
+        // wake for it (the post or the RNR timer resumes the stream).
+        if let Some(s) = &g.sock {
+            s.set_wants_read(false);
+        }
+        let since = *g.rx.stall_since.get_or_insert_with(Instant::now);
+        if !g.rx.timer_armed {
+            g.rx.timer_armed = true;
+            let src: Weak<dyn Source> = self.me.clone();
+            self.shared
+                .engine
+                .add_timer(since + self.shared.config.rnr_timeout, src);
+        }
+    }
+
+    /// End the connection if the current stall has lasted `ND_TCP_RNR_TIMEOUT_MS` (see
+    /// `on_timer`); otherwise return its deadline, if there is a stall.
+    fn stall_expired(&self, g: &mut Inner) -> Option<Instant> {
+        let (Some(h), Some(since)) = (g.rx.stalled, g.rx.stall_since) else {
+            return None;
+        };
+        let deadline = since + self.shared.config.rnr_timeout;
+        if Instant::now() < deadline {
+            return Some(deadline);
+        }
+        tracing::debug!(qp = self.id, "no Receive for an inbound Send in time");
+        self.terminate(g, h.terminate_for(TermError::DdpUntaggedNoBuffer));
+        None
     }
 
     /// Whether the queue pair is attached to a connection (or was).
@@ -1225,6 +1337,11 @@ impl ProgressSource for TcpQp {
     fn progress(&self) {
         let mut g = self.lock();
         self.progress_locked(&mut g);
+        // A CQ poll drives its queue pairs directly, not the engine's timers: a receiver that
+        // only polls must still bound a stall (R-QP-7). One clock read per poll, while stalled.
+        if g.rx.stalled.is_some() {
+            self.stall_expired(&mut g);
+        }
     }
 }
 
@@ -1235,6 +1352,22 @@ impl Source for TcpQp {
             g.rx.hung_up();
         }
         self.progress_locked(&mut g);
+    }
+
+    /// The receiver-not-ready clock of a held Send ran out (R-QP-7): no Receive came within
+    /// `ND_TCP_RNR_TIMEOUT_MS`. Refuse the Send the way DDP refuses an untagged message with no
+    /// buffer (RFC 5041 §7.2, 0x1/0x2/0x02, naming its QN and MSN) and end the connection; the
+    /// sender completes that Send with `ND_IO_TIMEOUT`. This side reports nothing for it (the
+    /// receiver "sees no CQE"); its SRQ's Receives stay there for the other queue pairs.
+    fn on_timer(&self) {
+        let mut g = self.lock();
+        g.rx.timer_armed = false;
+        if let Some(deadline) = self.stall_expired(&mut g) {
+            // A later stall than the one this timer was set for.
+            g.rx.timer_armed = true;
+            let src: Weak<dyn Source> = self.me.clone();
+            self.shared.engine.add_timer(deadline, src);
+        }
     }
 }
 

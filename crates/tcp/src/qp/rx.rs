@@ -72,7 +72,11 @@ pub(crate) struct Rx {
     /// waits for: that Read is answered once the segment's CRC checked out.
     response_ends: bool,
     /// A Send header waiting for a Receive to be posted.
-    stalled: Option<SegmentHeader>,
+    pub(crate) stalled: Option<SegmentHeader>,
+    /// When the current stall began (the `ND_TCP_RNR_TIMEOUT_MS` clock).
+    pub(crate) stall_since: Option<std::time::Instant>,
+    /// An engine timer for the stall clock is set (at most one per queue pair).
+    pub(crate) timer_armed: bool,
     /// The last `recv` returned less than asked: the socket was empty then.
     drained: bool,
     /// An event reported the peer's FIN (or an error): it sits behind the data, and only a
@@ -102,6 +106,8 @@ impl Rx {
             dest_reg: None,
             response_ends: false,
             stalled: None,
+            stall_since: None,
+            timer_armed: false,
             drained: false,
             hangup: false,
             delivered: false,
@@ -129,12 +135,18 @@ impl Rx {
         self.stalled.is_some()
     }
 
+    /// The peer's FIN (or a reset) was read after the end: nothing more will arrive.
+    pub(crate) fn at_end(&self) -> bool {
+        self.eof
+    }
+
     /// Forget a partly received message (its request was flushed).
     pub(crate) fn reset_message(&mut self) {
         self.dest = Dest::None;
         self.dest_reg = None;
         self.response_ends = false;
         self.stalled = None;
+        self.stall_since = None;
     }
 }
 
@@ -156,8 +168,17 @@ impl TcpQp {
             return;
         }
         if let Some(h) = g.rx.stalled.take() {
-            if let Next::Stop = self.on_header(g, h) {
+            // The header was checked (sequence, RTR) when it arrived; only the Receive was
+            // missing.
+            let DdpHeader::Untagged(u) = h.ddp else {
+                unreachable!("only Send headers stall")
+            };
+            if let Next::Stop = self.on_send(g, &h, &u) {
                 return;
+            }
+            g.rx.stall_since = None;
+            if let Some(s) = &g.sock {
+                s.set_wants_read(true);
             }
         }
         loop {
@@ -253,9 +274,7 @@ impl TcpQp {
                 return Ok(true);
             }
         }
-        // After a large segment the next header is read on its own, so the next large payload
-        // goes straight to its destination rather than through this buffer.
-        let want = if g.rx.bulk { TAIL } else { g.rx.buf.len() };
+        let want = buffered_read_len(g.rx.bulk, remaining, g.rx.buf.len());
         match rustix::net::recv(sock.get(), &mut g.rx.buf[..want], RecvFlags::DONTWAIT) {
             Ok((0, _)) => Err(()),
             Ok((n, _)) => {
@@ -285,6 +304,9 @@ impl TcpQp {
             match rustix::net::recv(sock.get(), &mut g.rx.buf[..], RecvFlags::DONTWAIT) {
                 Ok((0, _)) | Err(Errno::PIPE | Errno::CONNRESET | Errno::NOTCONN) => {
                     g.rx.eof = true;
+                    // A socket at its end is readable for ever: a blocked waiter must not
+                    // keep waking for it.
+                    sock.set_wants_read(false);
                     return;
                 }
                 Ok(_) | Err(Errno::INTR) => {}
@@ -413,11 +435,16 @@ impl TcpQp {
 
     /// A Send-family segment: into the Receive at the head of the queue.
     fn on_send(&self, g: &mut Inner, h: &SegmentHeader, u: &UntaggedHeader) -> Next {
-        let Some((wr, _)) = g.rq.front() else {
-            // No Receive posted: hold the segment (and the rest of the stream) until one is;
-            // TCP flow control pushes back on the sender meanwhile.
-            g.rx.stalled = Some(*h);
+        if g.rq.front().is_none() && !self.take_from_srq(g) {
+            // No Receive posted (on the queue pair or its SRQ): hold the segment and the rest
+            // of the stream until one is; TCP flow control pushes back on the sender meanwhile,
+            // and the connection survives unless the wait exceeds ND_TCP_RNR_TIMEOUT_MS
+            // (R-QP-7, `on_timer`).
+            self.stall(g, *h);
             return Next::Stop;
+        }
+        let Some((wr, _)) = g.rq.front() else {
+            unreachable!("a Receive was just found");
         };
         let end = u64::from(u.mo) + u64::from(h.payload_len);
         if end > wr.total {
@@ -655,6 +682,9 @@ impl TcpQp {
             };
             if hit {
                 let st = match wr.kind {
+                    // The receiver held it for want of a Receive until its RNR clock ran out
+                    // (R-QP-7: ND_IO_TIMEOUT, as an RNR retry count exceeded on IB).
+                    TxKind::Send if t.error == TermError::DdpUntaggedNoBuffer => Status::IO_TIMEOUT,
                     TxKind::Send => Status::DATA_ERROR,
                     _ => status,
                 };
@@ -665,6 +695,23 @@ impl TcpQp {
     }
 }
 
+/// How much a read into the stream buffer asks for, with `remaining` payload bytes of the
+/// current segment still due (too few to go direct, or with no direct destination).
+///
+/// After a large segment's header (`bulk`) the read stops right after what follows: the rest
+/// of this payload, its pad and CRC and the next segment's headers ([`TAIL`]), so that a next
+/// large payload again goes straight to its destination rather than through this buffer. The
+/// rest of the payload comes in the same read: reading only [`TAIL`] bytes at a time would
+/// take dozens of calls for a payload just under [`DIRECT_MIN`] (a Send of 4096..~4140 bytes,
+/// whose first bytes came with its header).
+fn buffered_read_len(bulk: bool, remaining: usize, buf_len: usize) -> usize {
+    if bulk {
+        remaining.saturating_add(TAIL).min(buf_len)
+    } else {
+        buf_len
+    }
+}
+
 /// A zero-length Write or Read Request: the MPA v2 ready-to-receive message.
 fn is_rtr(h: &SegmentHeader) -> bool {
     match h.ddp {
@@ -672,5 +719,28 @@ fn is_rtr(h: &SegmentHeader) -> bool {
         DdpHeader::Untagged(u) => {
             u.opcode == Opcode::ReadRequest && h.read_request.is_some_and(|r| r.size == 0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_remainder_of_a_large_payload_comes_in_one_read() {
+        // A 4100-byte Send whose header came with the previous segment's tail: ~4060 bytes of
+        // payload remain, below DIRECT_MIN, so they go through the buffer, in one read that
+        // also takes the pad, the CRC and the next header.
+        let rem = 4060;
+        assert!(rem < DIRECT_MIN);
+        assert_eq!(buffered_read_len(true, rem, RX_BUF), rem + TAIL);
+        // Between segments after a large one: only the next headers.
+        assert_eq!(buffered_read_len(true, 0, RX_BUF), TAIL);
+        // Never beyond the buffer.
+        assert_eq!(buffered_read_len(true, 2 * RX_BUF, RX_BUF), RX_BUF);
+        assert_eq!(buffered_read_len(true, usize::MAX, RX_BUF), RX_BUF);
+        // Small messages: as many as the buffer holds.
+        assert_eq!(buffered_read_len(false, 0, RX_BUF), RX_BUF);
+        assert_eq!(buffered_read_len(false, 100, RX_BUF), RX_BUF);
     }
 }

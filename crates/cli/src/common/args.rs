@@ -1,0 +1,319 @@
+//! The command-line options the tools share: who this end is (`-s`, `-c`, `--loopback`),
+//! the provider and mode, and the size plan (`--size`, `-a`, `-n`, `--warmup`).
+
+use std::net::{IpAddr, SocketAddr};
+
+use netdirect::{Adapter, Provider};
+
+use super::endpoint::err;
+use super::process::{pin, run_loopback};
+
+/// The perftest default port.
+pub(crate) const DEFAULT_PORT: u16 = 18515;
+
+/// Largest size of an `-a` sweep (perftest's 2^23).
+pub(crate) const SWEEP_MAX: usize = 8 << 20;
+
+/// Options every peer-to-peer test takes.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct PeerArgs {
+    /// Serve one run on ADDR[:PORT] and exit.
+    #[arg(short = 's', long = "server", value_name = "ADDR[:PORT]", conflicts_with_all = ["client", "loopback"])]
+    pub(crate) server: Option<String>,
+    /// Connect to a server at ADDR[:PORT].
+    #[arg(
+        short = 'c',
+        long = "client",
+        value_name = "ADDR[:PORT]",
+        conflicts_with = "loopback"
+    )]
+    pub(crate) client: Option<String>,
+    /// Run both ends on 127.0.0.1 as two processes pinned to different cores.
+    #[arg(long)]
+    pub(crate) loopback: bool,
+    /// Provider name (default: ND_PROVIDER, else tcp).
+    #[arg(long)]
+    pub(crate) provider: Option<String>,
+    /// Sleep on completion notifications (Notify + wait) instead of busy-polling, as the
+    /// Microsoft examples' -b does (perftest: -e/--events). Both ends must agree.
+    #[arg(short = 'b', long, visible_alias = "events", visible_short_alias = 'e')]
+    pub(crate) blocking: bool,
+    /// Print the results as JSON: the last line of output is one object (an array with -a).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Pin this process to a CPU (set by --loopback).
+    #[arg(long, hide = true)]
+    pub(crate) cpu: Option<usize>,
+    /// Print "LISTENING <addr>" once listening (set by --loopback).
+    #[arg(long, hide = true)]
+    pub(crate) announce: bool,
+}
+
+/// Which end this process is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Role {
+    Server(SocketAddr),
+    Client(SocketAddr),
+}
+
+/// Parse `ADDR[:PORT]` (IPv6 as `[ADDR]:PORT` or a bare address). Port 0 on a client, or a
+/// missing port, means [`DEFAULT_PORT`]; a server may bind port 0 (any free port).
+pub(crate) fn parse_endpoint(s: &str) -> Result<SocketAddr, String> {
+    let a = match s.parse::<SocketAddr>() {
+        Ok(a) => a,
+        Err(_) => {
+            let ip: IpAddr = s
+                .trim_matches(['[', ']'])
+                .parse()
+                .map_err(|_| format!("bad address {s:?}"))?;
+            SocketAddr::new(ip, DEFAULT_PORT)
+        }
+    };
+    // nd-reference §5.0: an address of 0.0.0.0 is "Bad address."
+    if a.ip().is_unspecified() {
+        return Err(format!("bad address {s:?}"));
+    }
+    Ok(a)
+}
+
+impl PeerArgs {
+    /// Start the run: with `--loopback`, run both ends as child processes and return `None`
+    /// (the client's output has been passed through); otherwise pin this process as asked and
+    /// return its role.
+    pub(crate) fn start(&self) -> Result<Option<Role>, String> {
+        if self.loopback {
+            run_loopback()?;
+            return Ok(None);
+        }
+        if let Some(cpu) = self.cpu {
+            pin(cpu);
+        }
+        let role = match (&self.server, &self.client) {
+            (Some(s), None) => Role::Server(parse_endpoint(s)?),
+            (None, Some(c)) => {
+                let mut a = parse_endpoint(c)?;
+                if a.port() == 0 {
+                    a.set_port(DEFAULT_PORT);
+                }
+                Role::Client(a)
+            }
+            _ => return Err("give -s ADDR[:PORT], -c ADDR[:PORT] or --loopback".into()),
+        };
+        Ok(Some(role))
+    }
+
+    pub(crate) fn provider(&self) -> Result<Provider, String> {
+        open_provider(self.provider.as_deref())
+    }
+
+    /// "poll" or "blocking", as reported and exchanged.
+    pub(crate) fn mode(&self) -> &'static str {
+        if self.blocking {
+            "blocking"
+        } else {
+            "poll"
+        }
+    }
+}
+
+/// The provider called `name`, else the one `ND_PROVIDER` selects (default tcp).
+pub(crate) fn open_provider(name: Option<&str>) -> Result<Provider, String> {
+    match name {
+        Some(p) => Provider::select(p).map_err(|e| format!("provider {p}: {e}")),
+        None => Provider::from_env().map_err(|e| format!("ND_PROVIDER: {e}")),
+    }
+}
+
+/// Message sizes and counts (perftest's `-s`, `-a`, `-n`; `-s` is taken by ND's server flag,
+/// so the size is `--size` only).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SizeArgs {
+    /// Message size in bytes.
+    #[arg(long, conflicts_with = "all")]
+    pub(crate) size: Option<usize>,
+    /// Sweep sizes 1 B to 8 MiB by powers of two.
+    #[arg(short = 'a', long = "all")]
+    pub(crate) all: bool,
+    /// Timed iterations per size (with -a, capped so a size moves at most the tool's volume).
+    #[arg(short = 'n', long = "iterations", visible_alias = "iters")]
+    pub(crate) iterations: Option<u64>,
+    /// Untimed warm-up iterations before each size.
+    #[arg(long)]
+    pub(crate) warmup: Option<u64>,
+}
+
+/// A tool's defaults for [`SizeArgs::plan`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Defaults {
+    pub(crate) size: usize,
+    pub(crate) iterations: u64,
+    /// Bytes one size may move at most in a sweep (large sizes get fewer iterations, as
+    /// Microsoft's x_MaxVolume does).
+    pub(crate) volume: u64,
+    /// Smallest size the tool accepts.
+    pub(crate) min_size: usize,
+    /// Sweep even without `-a` (ndmrlat and ndmrrate always sweep).
+    pub(crate) sweep: bool,
+    /// Largest size of the sweep.
+    pub(crate) sweep_max: usize,
+}
+
+impl Defaults {
+    pub(crate) const fn new(size: usize, iterations: u64, volume: u64) -> Self {
+        Self {
+            size,
+            iterations,
+            volume,
+            min_size: 0,
+            sweep: false,
+            sweep_max: SWEEP_MAX,
+        }
+    }
+}
+
+/// What one run measures: `(size, iterations)` per round, and the warm-up before each.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) rounds: Vec<(usize, u64)>,
+    pub(crate) warmup: u64,
+    pub(crate) sweep: bool,
+}
+
+impl SizeArgs {
+    /// The rounds to run. Without `-n`, each size gets `volume / size` iterations, at least 10
+    /// and at most the tool's default count; with `-n`, a single size gets exactly that many
+    /// and a sweep at most that many.
+    pub(crate) fn plan(&self, d: Defaults) -> Result<Plan, String> {
+        if self.iterations == Some(0) {
+            return Err("-n must be at least 1".into());
+        }
+        let sweep = self.all || (d.sweep && self.size.is_none());
+        let by_volume = |s: usize| (d.volume / s.max(1) as u64).max(10);
+        let count = |s: usize| match self.iterations {
+            Some(n) if sweep => n.min(by_volume(s)),
+            Some(n) => n,
+            None => d.iterations.min(by_volume(s)),
+        };
+        let rounds: Vec<(usize, u64)> = if sweep {
+            std::iter::successors(Some(1usize), |s| Some(s * 2))
+                .take_while(|&s| s <= d.sweep_max)
+                .filter(|&s| s >= d.min_size)
+                .map(|s| (s, count(s)))
+                .collect()
+        } else {
+            let size = self.size.unwrap_or(d.size);
+            if size < d.min_size {
+                return Err(format!("--size must be at least {}", d.min_size));
+            }
+            vec![(size, count(size))]
+        };
+        let most = rounds.iter().map(|r| r.1).max().unwrap_or(1);
+        let warmup = self.warmup.unwrap_or((most / 10).clamp(1, 1000));
+        Ok(Plan {
+            rounds,
+            warmup,
+            sweep,
+        })
+    }
+}
+
+impl Plan {
+    pub(crate) fn max_size(&self) -> usize {
+        self.rounds.iter().map(|r| r.0).max().unwrap_or(0)
+    }
+
+    /// Warm-up iterations for a round of `iterations`.
+    pub(crate) fn warmup_for(&self, iterations: u64) -> u64 {
+        self.warmup.min(iterations.max(1))
+    }
+}
+
+/// Options of the tools that need no peer (`mrlat`, `mrrate`, `cat`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct LocalArgs {
+    /// The local address whose adapter to use (the Microsoft tools' `<IPv4>` argument).
+    #[arg(default_value = "127.0.0.1")]
+    pub(crate) address: IpAddr,
+    /// Provider name (default: ND_PROVIDER, else tcp).
+    #[arg(long)]
+    pub(crate) provider: Option<String>,
+    /// Wait for each request in GetOverlappedResult(wait) instead of polling it with
+    /// GetOverlappedResult(no wait).
+    #[arg(short = 'b', long, visible_alias = "events", visible_short_alias = 'e')]
+    pub(crate) blocking: bool,
+    /// Print the results as JSON: the last line of output is one object (an array for a
+    /// sweep).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl LocalArgs {
+    pub(crate) fn mode(&self) -> &'static str {
+        if self.blocking {
+            "blocking"
+        } else {
+            "poll"
+        }
+    }
+
+    /// The provider and its adapter for [`LocalArgs::address`].
+    pub(crate) fn open(&self) -> Result<(Provider, Adapter), String> {
+        let provider = open_provider(self.provider.as_deref())?;
+        let adapter = provider
+            .open_adapter_for(SocketAddr::new(self.address, 0))
+            .map_err(err("open adapter"))?;
+        Ok((provider, adapter))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Defaults, SizeArgs};
+
+    fn args(size: Option<usize>, all: bool, n: Option<u64>) -> SizeArgs {
+        SizeArgs {
+            size,
+            all,
+            iterations: n,
+            warmup: None,
+        }
+    }
+
+    const D: Defaults = Defaults::new(8, 1000, 1 << 20);
+
+    #[test]
+    fn single_size_gets_exactly_n() {
+        let p = args(Some(4 << 20), false, Some(7)).plan(D).unwrap();
+        assert_eq!(p.rounds, vec![(4 << 20, 7)]);
+        assert!(!p.sweep);
+    }
+
+    #[test]
+    fn default_count_is_capped_by_volume_but_at_least_10() {
+        let p = args(Some(1 << 19), false, None).plan(D).unwrap();
+        assert_eq!(p.rounds, vec![(1 << 19, 10)]);
+        let p = args(None, false, None).plan(D).unwrap();
+        assert_eq!(p.rounds, vec![(8, 1000)]);
+    }
+
+    #[test]
+    fn sweep_is_powers_of_two_from_min_size_to_max() {
+        let p = args(None, true, Some(100)).plan(D).unwrap();
+        assert!(p.sweep);
+        let sizes: Vec<usize> = p.rounds.iter().map(|r| r.0).collect();
+        assert_eq!(sizes, (0..24).map(|i| 1usize << i).collect::<Vec<_>>());
+        assert_eq!(p.rounds[0].1, 100);
+        assert_eq!(
+            p.rounds[23].1, 10,
+            "8 MiB against a 1 MiB volume: the floor of 10"
+        );
+        assert_eq!(p.max_size(), 8 << 20);
+    }
+
+    #[test]
+    fn zero_iterations_and_too_small_sizes_are_errors() {
+        assert!(args(None, false, Some(0)).plan(D).is_err());
+        let d = Defaults { min_size: 1, ..D };
+        assert!(args(Some(0), false, None).plan(d).is_err());
+    }
+}

@@ -1,0 +1,77 @@
+//! Processes and addresses: pinning, loopback runs as two processes, the local address.
+
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::process::{Command, Stdio};
+
+/// Pin the calling process to `cpu`.
+pub(crate) fn pin(cpu: usize) {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+        eprintln!("nd: cannot pin to cpu {cpu}: {e}");
+    }
+}
+
+/// Run this same command line, minus `--loopback`, as a server child on cpu 1 and a client
+/// child on cpu 0 over 127.0.0.1; the client's output is passed through, and the run fails if
+/// either end fails.
+pub(super) fn run_loopback() -> Result<(), String> {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--loopback")
+        .collect();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (server_cpu, client_cpu) = if cpus > 1 { (1, 0) } else { (0, 0) };
+    let mut server = Command::new(&exe)
+        .args(&args)
+        .args(["-s", "127.0.0.1:0", "--announce", "--cpu"])
+        .arg(server_cpu.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn server: {e}"))?;
+    let mut lines = BufReader::new(server.stdout.take().expect("piped"));
+    let mut line = String::new();
+    lines.read_line(&mut line).map_err(|e| e.to_string())?;
+    let Some(addr) = line.trim().strip_prefix("LISTENING ") else {
+        let _ = server.kill();
+        let _ = server.wait();
+        return Err(format!("server did not start: {line:?}"));
+    };
+    let client = Command::new(&exe)
+        .args(&args)
+        .args(["-c", addr, "--cpu"])
+        .arg(client_cpu.to_string())
+        .status()
+        .map_err(|e| format!("spawn client: {e}"))?;
+    if !client.success() {
+        // The server may be waiting for a peer that will never come back.
+        let _ = server.kill();
+    }
+    let server = server.wait().map_err(|e| e.to_string())?;
+    if !client.success() {
+        return Err(format!("client failed: {client}"));
+    }
+    if !server.success() {
+        return Err(format!("server failed: {server}"));
+    }
+    Ok(())
+}
+
+/// The local address the kernel would use to reach `dest` (`NdResolveAddress`): a connected
+/// UDP socket sends nothing but learns its source address.
+pub(crate) fn resolve_local(dest: SocketAddr) -> Result<IpAddr, String> {
+    if dest.ip().is_loopback() {
+        return Ok(dest.ip());
+    }
+    let bind: SocketAddr = if dest.is_ipv6() {
+        "[::]:0".parse().expect("literal")
+    } else {
+        "0.0.0.0:0".parse().expect("literal")
+    };
+    let s = UdpSocket::bind(bind).map_err(|e| e.to_string())?;
+    s.connect(dest)
+        .map_err(|e| format!("no route to {dest}: {e}"))?;
+    Ok(s.local_addr().map_err(|e| e.to_string())?.ip())
+}

@@ -1,0 +1,202 @@
+//! Results: latency statistics, the row every tool reports, the perftest-style table and the
+//! `--json` line.
+
+/// Latency percentiles over samples in nanoseconds.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub(crate) struct Latency {
+    pub(crate) min_us: f64,
+    pub(crate) median_us: f64,
+    pub(crate) mean_us: f64,
+    pub(crate) p99_us: f64,
+    pub(crate) p999_us: f64,
+    pub(crate) max_us: f64,
+}
+
+impl Latency {
+    pub(crate) fn from_ns(samples: &mut [u64]) -> Self {
+        samples.sort_unstable();
+        let n = samples.len().max(1);
+        let at = |q: f64| {
+            samples
+                .get(((n as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(0) as f64
+                / 1000.0
+        };
+        let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / n as f64 / 1000.0;
+        Self {
+            min_us: at(0.0),
+            median_us: at(0.5),
+            mean_us: mean,
+            p99_us: at(0.99),
+            p999_us: at(0.999),
+            max_us: at(1.0),
+        }
+    }
+}
+
+/// One measured row: what the table prints and what `--json` emits.
+///
+/// JSON contract (bench/compare reads it): with `--json` the last line of standard output is
+/// one object per run, or with `-a` an array of them. Keys:
+/// * `tool` (`pingpong`, `ping`, `rping`, `rpingpong`, `tcp-pingpong`, `tcp-stream`, `mrlat`,
+///   `mrrate`), `provider` (`tcp`, `shm`, or `kernel-tcp` for the yardsticks), `op` (`send`,
+///   `write`, `read`, `register`, ...), `mode` (`poll` or `blocking`), `size` (bytes),
+///   `iterations` (timed ones);
+/// * latency tools: `min_us`, `median_us`, `mean_us`, `p99_us`, `p999_us`, `max_us`
+///   (microseconds; half a round trip for the ping-pongs, like ndpingpong and perftest);
+/// * throughput tools: `seconds`, `mb_per_s` (10^6 bytes per second), `msg_per_s`,
+///   `mmsg_per_s` (10^6 messages per second);
+/// * tool-specific keys documented with each tool (e.g. `pipeline`, `threads`, `reg_us`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Row {
+    pub(crate) tool: &'static str,
+    pub(crate) provider: String,
+    pub(crate) op: &'static str,
+    pub(crate) mode: &'static str,
+    pub(crate) size: usize,
+    pub(crate) iterations: u64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) latency: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mb_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) msg_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mmsg_per_s: Option<f64>,
+    #[serde(flatten)]
+    pub(crate) extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Row {
+    pub(crate) fn new(
+        tool: &'static str,
+        provider: &str,
+        op: &'static str,
+        mode: &'static str,
+        size: usize,
+        iterations: u64,
+    ) -> Self {
+        Self {
+            tool,
+            provider: provider.to_string(),
+            op,
+            mode,
+            size,
+            iterations,
+            latency: None,
+            seconds: None,
+            mb_per_s: None,
+            msg_per_s: None,
+            mmsg_per_s: None,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// A latency row from per-iteration samples in nanoseconds.
+    pub(crate) fn latency(mut self, samples: &mut [u64]) -> Self {
+        self.latency = Some(Latency::from_ns(samples));
+        self
+    }
+
+    /// A throughput row: `messages` of `self.size` bytes in `secs`.
+    pub(crate) fn throughput(mut self, messages: u64, secs: f64) -> Self {
+        let secs = secs.max(1e-9);
+        let rate = messages as f64 / secs;
+        self.seconds = Some(secs);
+        self.mb_per_s = Some(self.size as f64 * rate / 1e6);
+        self.msg_per_s = Some(rate);
+        self.mmsg_per_s = Some(rate / 1e6);
+        self
+    }
+
+    pub(crate) fn with(mut self, key: &str, v: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(key.to_string(), v.into());
+        self
+    }
+}
+
+/// One column of a result table: its title, the JSON key it shows, and decimals.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Col(
+    pub(crate) &'static str,
+    pub(crate) &'static str,
+    pub(crate) usize,
+);
+
+/// perftest's latency columns (`t_typical` is the median).
+pub(crate) const LAT_COLS: &[Col] = &[
+    Col("#bytes", "size", 0),
+    Col("#iters", "iterations", 0),
+    Col("t_min[us]", "min_us", 2),
+    Col("t_typ[us]", "median_us", 2),
+    Col("t_avg[us]", "mean_us", 2),
+    Col("99%[us]", "p99_us", 2),
+    Col("99.9%[us]", "p999_us", 2),
+];
+
+/// Bandwidth columns.
+pub(crate) const BW_COLS: &[Col] = &[
+    Col("#bytes", "size", 0),
+    Col("#iters", "iterations", 0),
+    Col("MB/s", "mb_per_s", 1),
+    Col("Mmsg/s", "mmsg_per_s", 4),
+];
+
+/// Prints rows as a table while they come (text), or collects them for the final JSON line.
+#[derive(Debug)]
+pub(crate) struct Report {
+    json: bool,
+    sweep: bool,
+    cols: &'static [Col],
+    rows: Vec<serde_json::Value>,
+}
+
+impl Report {
+    pub(crate) fn new(json: bool, sweep: bool, cols: &'static [Col]) -> Self {
+        Self {
+            json,
+            sweep,
+            cols,
+            rows: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, row: &Row) {
+        let v = serde_json::to_value(row).expect("a row serializes");
+        if !self.json {
+            if self.rows.is_empty() {
+                let head: Vec<String> = self.cols.iter().map(|c| format!("{:>12}", c.0)).collect();
+                println!("{}", head.join(" "));
+            }
+            let cells: Vec<String> = self
+                .cols
+                .iter()
+                .map(|c| match v.get(c.1) {
+                    Some(serde_json::Value::Number(n)) => {
+                        format!("{:>12.*}", c.2, n.as_f64().unwrap_or(0.0))
+                    }
+                    Some(other) => format!("{:>12}", other.to_string().trim_matches('"')),
+                    None => format!("{:>12}", "-"),
+                })
+                .collect();
+            println!("{}", cells.join(" "));
+        }
+        self.rows.push(v);
+    }
+
+    /// With `--json`, print the last line: the one object, or the array of a sweep.
+    pub(crate) fn finish(self) {
+        if !self.json {
+            return;
+        }
+        let v = if self.sweep {
+            serde_json::Value::Array(self.rows)
+        } else {
+            self.rows.into_iter().next().unwrap_or_default()
+        };
+        println!("{v}");
+    }
+}

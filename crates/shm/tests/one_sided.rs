@@ -1,0 +1,283 @@
+//! RDMA Write and Read of the `shm` provider through both data paths (one cell, the data area,
+//! and the target's pull with `process_vm_readv`), and Deregister after use; both ends in one
+//! process and one thread, which drives both completion queues (the target places a Write
+//! when it drives its queue pair). The shared conformance suite checks the ND rules
+//! (statuses, protection, windows, fences) across processes for both providers.
+
+#![cfg(not(loom))]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{message, End, DEADLINE};
+use netdirect::{NdResult, OpFlags, RequestType, Status};
+
+/// A connected pair with Reads allowed both ways: (active, passive).
+fn pair(buf: usize) -> (End, End) {
+    let s = End::new(buf, 8);
+    let (l, addr) = s.listen();
+    let c = End::new(buf, 8);
+    std::thread::scope(|t| {
+        t.spawn(|| {
+            l.get_connection_request(&s.connector)
+                .expect("get connection request")
+                .wait_timeout(Some(DEADLINE))
+                .expect("in time")
+                .expect("request");
+            s.connector
+                .accept(&s.qp, 4, 4, &[])
+                .expect("accept")
+                .wait_timeout(Some(DEADLINE))
+                .expect("in time")
+                .expect("accept");
+        });
+        c.connector
+            .connect(&c.qp, addr, 4, 4, &[])
+            .expect("connect")
+            .wait_timeout(Some(DEADLINE))
+            .expect("in time")
+            .expect("connect");
+        c.connector
+            .complete_connect()
+            .expect("complete connect")
+            .wait()
+            .expect("complete connect");
+    });
+    (c, s)
+}
+
+/// Poll both ends until the initiator `c` has a completion; the target must report none.
+fn drive(c: &End, s: &End) -> NdResult {
+    let end = Instant::now() + DEADLINE;
+    let mut r = [NdResult::EMPTY];
+    loop {
+        assert_eq!(s.cq.get_results(&mut r), 0, "target completion {r:?}");
+        if c.cq.get_results(&mut r) == 1 {
+            return r[0];
+        }
+        assert!(Instant::now() < end, "no completion within the deadline");
+    }
+}
+
+fn sweep(c: &End, s: &End, what: &str) {
+    let area = 2 << 20;
+    for (k, len) in [
+        0usize,
+        1,
+        8,
+        32,
+        33,
+        1000,
+        4096,
+        16 << 10,
+        200 << 10,
+        1 << 20,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let k = k as u64 + 1;
+        let data = message(k, len);
+        c.fill(0, &data);
+        let at = 4096 + k as usize; // unaligned
+        let addr = s.buf.as_ptr() as u64 + at as u64;
+        let token = s.mr.get_remote_token();
+        let flags = if len <= 1024 {
+            OpFlags::INLINE
+        } else {
+            OpFlags::empty()
+        };
+        let sge = c.buf.sge(0..len, c.token());
+        // SAFETY: the source is left alone until the Write completes.
+        unsafe { c.qp.write(k, &[sge], addr, token, flags) }.expect("post Write");
+        let r = drive(c, s);
+        assert_eq!(
+            (
+                r.status,
+                r.request_type,
+                r.request_context,
+                r.bytes_transferred
+            ),
+            (Status::SUCCESS, RequestType::Write, k, len as u32),
+            "{what}: Write of {len}"
+        );
+        // Complete means placed: the bytes are there now, nothing past them changed.
+        assert_eq!(s.read(at, len), data, "{what}: Write of {len} placed");
+        // Read them back into another part of the initiator's buffer.
+        let back = area - len.max(1);
+        let sge = c.buf.sge(back..back + len, c.token());
+        // SAFETY: the sink is read only after the Read completes.
+        unsafe { c.qp.read(100 + k, &[sge], addr, token, OpFlags::empty()) }.expect("Read");
+        let r = drive(c, s);
+        assert_eq!(
+            (
+                r.status,
+                r.request_type,
+                r.request_context,
+                r.bytes_transferred
+            ),
+            (Status::SUCCESS, RequestType::Read, 100 + k, len as u32),
+            "{what}: Read of {len}"
+        );
+        assert_eq!(c.read(back, len), data, "{what}: Read of {len} back");
+    }
+}
+
+#[test]
+fn writes_and_reads_of_every_size_through_every_path() {
+    // By default every Write goes through the data area, in several chunks when large.
+    let (c, s) = pair(2 << 20);
+    sweep(&c, &s, "data area");
+    // Writes from 16 KiB on pulled by the target (this process may read itself). Other tests
+    // of this binary may open adapters meanwhile and pull too: both paths are correct.
+    std::env::set_var("ND_SHM_WRITE_PULL_MIN_KIB", "16");
+    let (c, s) = pair(2 << 20);
+    sweep(&c, &s, "pull");
+}
+
+/// A region a queue pair used is not kept registered by the queue pair: its Deregister
+/// completes while the queue pair lives on, idle.
+#[test]
+fn deregister_completes_after_the_region_was_used() {
+    let (c, s) = pair(64 << 10);
+    s.recv(1, 0, 64);
+    c.send(1, 0, 64).expect("send");
+    assert_eq!(c.poll().status, Status::SUCCESS, "Send");
+    assert_eq!(s.poll().status, Status::SUCCESS, "Receive");
+    let ov = c.mr.deregister().expect("deregister");
+    ov.wait_timeout(Some(Duration::from_secs(10)))
+        .expect("Deregister completes (nothing holds the region)")
+        .expect("Deregister");
+}
+
+/// Writes and Reads posted back to back (pipelined) complete in order with the right bytes:
+/// each Read sees every Write posted before it.
+#[test]
+fn pipelined_writes_and_reads_complete_in_order() {
+    let (c, s) = pair(4 << 20);
+    let token = s.mr.get_remote_token();
+    let base = s.buf.as_ptr() as u64;
+    let sizes = [8usize, 40 << 10, 1 << 20, 33];
+    let mut want = Vec::new();
+    for (k, &len) in sizes.iter().enumerate() {
+        let data = message(k as u64 + 1, len);
+        let src = k * (1 << 20) / 2;
+        c.fill(src, &data);
+        let sge = c.buf.sge(src..src + len, c.token());
+        let at = 8192 * (k + 1);
+        // SAFETY: the source is left alone until the Write completes.
+        unsafe {
+            c.qp.write(k as u64, &[sge], base + at as u64, token, OpFlags::empty())
+        }
+        .expect("Write");
+        let back = (3 << 20) + k * 4096;
+        let n = len.min(4096);
+        let sge = c.buf.sge(back..back + n, c.token());
+        // SAFETY: the sink is read only after the Read completes.
+        unsafe {
+            c.qp.read(
+                100 + k as u64,
+                &[sge],
+                base + at as u64,
+                token,
+                OpFlags::empty(),
+            )
+        }
+        .expect("Read");
+        want.push((k as u64, RequestType::Write, len));
+        want.push((100 + k as u64, RequestType::Read, n));
+    }
+    for (ctx, ty, len) in want {
+        let r = drive(&c, &s);
+        assert_eq!(
+            (
+                r.status,
+                r.request_type,
+                r.request_context,
+                r.bytes_transferred
+            ),
+            (Status::SUCCESS, ty, ctx, len as u32)
+        );
+        if ty == RequestType::Read {
+            let k = (ctx - 100) as usize;
+            let back = (3 << 20) + k * 4096;
+            assert_eq!(c.read(back, len), message(k as u64 + 1, sizes[k])[..len]);
+        }
+    }
+}
+
+/// Both ends asleep in their waits (CQ Notify) between records: the target's wait drives the
+/// Writes it places and the Read responses it sends, the initiator's wait wakes for each
+/// answer, including a response that fills the ring and continues as it drains.
+#[test]
+fn sleeping_ends_drive_writes_and_reads() {
+    let (c, s) = pair(4 << 20);
+    let token = s.mr.get_remote_token();
+    let base = s.buf.as_ptr() as u64;
+    s.recv(9, 3 << 20, 64);
+    std::thread::scope(|t| {
+        t.spawn(|| {
+            let r = s.wait();
+            assert_eq!((r.status, r.request_context), (Status::SUCCESS, 9));
+        });
+        for (k, len) in [0usize, 1, 4096, 1 << 20, 1 << 20, 1 << 20]
+            .into_iter()
+            .enumerate()
+        {
+            let k = k as u64;
+            let w = [c.buf.sge(0..len, c.token())];
+            // SAFETY: the source is left alone until the Write completes.
+            unsafe { c.qp.write(10 + k, &w, base, token, OpFlags::empty()) }.expect("Write");
+            let rb = [c.buf.sge((2 << 20)..(2 << 20) + len, c.token())];
+            // SAFETY: the sink is read only after the Read completes.
+            unsafe { c.qp.read(20 + k, &rb, base, token, OpFlags::empty()) }.expect("Read");
+            let r = c.wait();
+            assert_eq!(
+                (r.status, r.request_context),
+                (Status::SUCCESS, 10 + k),
+                "{len}"
+            );
+            let r = c.wait();
+            assert_eq!(
+                (r.status, r.request_context),
+                (Status::SUCCESS, 20 + k),
+                "{len}"
+            );
+        }
+        c.send(1, 0, 8).unwrap();
+    });
+}
+
+/// Writes gathered from two SGEs and Reads scattered into two, back to back.
+#[test]
+fn multi_sge_writes_and_reads() {
+    let (c, s) = pair(4 << 20);
+    let token = s.mr.get_remote_token();
+    let base = s.buf.as_ptr() as u64;
+    for len in [4096usize, 1 << 20] {
+        let data = message(7, len);
+        c.fill(0, &data[..len / 2]);
+        c.fill(len / 2 + 100, &data[len / 2..]);
+        let w = [
+            c.buf.sge(0..len / 2, c.token()),
+            c.buf.sge(len / 2 + 100..len + 100, c.token()),
+        ];
+        // SAFETY: the sources are left alone until the Write completes.
+        unsafe { c.qp.write(1, &w, base, token, OpFlags::empty()) }.expect("Write");
+        let rb = [
+            c.buf.sge((2 << 20)..(2 << 20) + 3, c.token()),
+            c.buf.sge((2 << 20) + 10..(2 << 20) + 7 + len, c.token()),
+        ];
+        // SAFETY: the sinks are read only after the Read completes.
+        unsafe { c.qp.read(2, &rb, base, token, OpFlags::empty()) }.expect("Read");
+        let r = drive(&c, &s);
+        assert_eq!((r.status, r.request_context), (Status::SUCCESS, 1), "{len}");
+        let r = drive(&c, &s);
+        assert_eq!((r.status, r.request_context), (Status::SUCCESS, 2), "{len}");
+        assert_eq!(s.read(0, len), data, "{len}: gathered Write");
+        let mut got = c.read(2 << 20, 3);
+        got.extend(c.read((2 << 20) + 10, len - 3));
+        assert_eq!(got, data, "{len}: scattered Read");
+    }
+}
