@@ -180,20 +180,31 @@ impl Writer<'_> {
     }
 
     /// Wait until the last byte holds `want` and our previous Write has completed. Each
-    /// `GetResults` drives the I/O that places the peer's Write; the byte is checked after
-    /// the queue comes back empty and before sleeping, so a Write placed by that very call
-    /// is not slept through.
+    /// `GetResults` drives the I/O that places the peer's Write. The condition is checked
+    /// before every `GetResults` (as ndrpingpong does), not only once the queue is drained:
+    /// the provider may hold the zero-length Read Response that completes the peer's Write
+    /// until our next call into it, so that it leaves with our own next Write in one
+    /// `send`; a further `GetResults` after the mark arrived would send it on its own.
+    /// Blocking mode checks it again before sleeping, so a Write placed by the last call is
+    /// not slept through.
     fn await_mark(&mut self, want: u8) -> Result<(), String> {
         loop {
-            while let Some(r) = self.ep.try_next() {
-                if check(r)?.request_context == WRITE_CTX {
-                    *self.writing = false;
-                }
-            }
             if byte(self.ep, self.size - 1) == want && !*self.writing {
                 return Ok(());
             }
-            self.ep.idle()?;
+            match self.ep.try_next() {
+                Some(r) => {
+                    if check(r)?.request_context == WRITE_CTX {
+                        *self.writing = false;
+                    }
+                }
+                None => {
+                    if byte(self.ep, self.size - 1) == want && !*self.writing {
+                        return Ok(());
+                    }
+                    self.ep.idle()?;
+                }
+            }
         }
     }
 }

@@ -81,6 +81,37 @@ pub fn label(provider: &str, family: Family, what: &str) -> String {
     )
 }
 
+/// Run `f` once for every provider that meets `needs` (the others are reported as not run)
+/// and each loopback family, each run on its own thread under [`with_deadline`] with the
+/// provider opened afresh. Every run is reported as passed or failed; after the last one this
+/// panics with every failure's report, so one failing combination does not hide the others.
+/// Returns how many runs there were (0 when no provider meets `needs`).
+pub fn each_provider(
+    needs: crate::Needs,
+    name: &str,
+    f: impl Fn(&netdirect::Provider, Family) -> Check + Copy + Send + 'static,
+) -> usize {
+    use crate::check::Context;
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for p in crate::providers_for(needs) {
+        for fam in Family::ALL {
+            let label = label(p, fam, name);
+            let r = with_deadline(&label, move || {
+                let provider = netdirect::Provider::select(p).ctx("open provider")?;
+                f(&provider, fam)
+            });
+            match r {
+                Ok(()) => eprintln!("{label} passed"),
+                Err(e) => failures.push(e),
+            }
+            ran += 1;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ran
+}
+
 /// What a line wait found.
 enum Line {
     Found(String),

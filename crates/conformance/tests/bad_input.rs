@@ -18,9 +18,9 @@ use netdirect::{Provider, Status};
 use netdirect_conformance::check::{
     expect_bytes, expect_results, next_results, wait_ok, Check, Context, Expect, WAIT,
 };
-use netdirect_conformance::harness::{self, Family};
+use netdirect_conformance::harness;
 use netdirect_conformance::side::listen;
-use netdirect_conformance::{ensure, providers_for, Failure, Needs, Side, SideConfig};
+use netdirect_conformance::{ensure, Failure, Needs, Side, SideConfig};
 use netdirect_wire::ddp::{DdpHeader, QN_SEND};
 use netdirect_wire::fpdu::encode_fpdu;
 use netdirect_wire::handshake::{rtr_fpdu, Initiator, InitiatorConfig, InitiatorOutcome};
@@ -265,21 +265,7 @@ fn run_bad_key(p: &Provider, ip: IpAddr) -> Check {
 }
 
 fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
-    let mut failures = Vec::new();
-    for p in providers_for(Needs::IwarpWire) {
-        for fam in Family::ALL {
-            let label = harness::label(p, fam, name);
-            let r = harness::with_deadline(&label, move || {
-                let provider = Provider::select(p).ctx("open provider")?;
-                f(&provider, fam.ip())
-            });
-            match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    harness::each_provider(Needs::IwarpWire, name, move |p, fam| f(p, fam.ip()));
 }
 
 #[test]

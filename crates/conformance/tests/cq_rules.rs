@@ -17,7 +17,7 @@ use std::task::{Context as TaskContext, Wake, Waker};
 use netdirect::{CompletionQueue, NdResult, NotifyType, OpFlags, Overlapped, Provider, Status};
 use netdirect_conformance::check::{
     expect_completed, expect_pending, expect_status, next_results, wait_ok, wait_status, Check,
-    Context, Expect,
+    Context, Expect, Failure,
 };
 use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::connect_pair;
@@ -186,6 +186,69 @@ fn race_rule(p: &Provider, fam: Family) -> Check {
     expect_pending(&n, "Notify after a short poll")?;
     t.send(4, 8, OpFlags::empty())?;
     wait_ok(&n, "Notify on the next entry")
+}
+
+/// An application that arms Notify and then only polls (never waits on the request) still
+/// gets its completions: polling drives the I/O even while a Notify is armed. (A provider may
+/// leave the I/O to the wait on the first poll after arming, the blocking application's
+/// re-poll, but not beyond.) The Notify fires for the entry the polls produced.
+fn arm_then_poll(p: &Provider, fam: Family) -> Check {
+    let t = pair(p, fam, 16, 8)?;
+    let (s, rcq) = (&t.server, &t.server.rcq);
+    s.recv(1, &[0..64]).ctx("Receive")?;
+    short_poll(rcq)?;
+    let n = rcq.notify(NotifyType::Any).ctx("Notify(ANY)")?;
+    expect_pending(&n, "Notify before the Send")?;
+    t.send(1, 8, OpFlags::empty())?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut one = [NdResult::EMPTY; 1];
+    let mut polls = 0u64;
+    while rcq.get_results(&mut one) == 0 {
+        polls += 1;
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "no completion after {polls} polls with a Notify armed"
+        );
+        std::hint::spin_loop();
+    }
+    Expect::recv(Status::SUCCESS, 1, SERVER_QP, Some(8)).check(&one[0], "polled Receive")?;
+    expect_completed(&n, Status::SUCCESS, "the Notify the polled entry fired")
+}
+
+/// Two threads blocked on one adapter at once, each in `GetOverlappedResult(wait)` on its own
+/// CQ's Notify, while a third drives a ping-pong: whichever of them sleeps in the provider's
+/// wait and whichever waits behind it both wake for their own completion (a completion one
+/// of them makes for the other wakes it; the sleeper hands over when it returns). The waits
+/// have no timeout: a lost wake-up hangs the scenario, which the harness reports.
+fn two_waiters(p: &Provider, fam: Family) -> Check {
+    let t = pair(p, fam, 16, 8)?;
+    t.server.recv(1, &[0..64]).ctx("server Receive")?;
+    t.client.recv(2, &[0..64]).ctx("client Receive")?;
+    short_poll(&t.server.rcq)?;
+    short_poll(&t.client.rcq)?;
+    let a = t.server.rcq.notify(NotifyType::Any).ctx("server Notify")?;
+    let b = t.client.rcq.notify(NotifyType::Any).ctx("client Notify")?;
+    let (ra, rb) = std::thread::scope(|sc| -> Check<_> {
+        let wa = sc.spawn(|| a.wait());
+        let wb = sc.spawn(|| b.wait());
+        t.send(1, 8, OpFlags::empty())?;
+        t.server
+            .send(3, &[0..8], OpFlags::empty())
+            .ctx("server Send")?;
+        next_results(&t.server.scq, 1, "server Send")?;
+        Ok((
+            wa.join()
+                .map_err(|_| Failure("server's waiter panicked".into()))?,
+            wb.join()
+                .map_err(|_| Failure("client's waiter panicked".into()))?,
+        ))
+    })?;
+    ensure!(ra.is_ok(), "server's Notify: {ra:?}");
+    ensure!(rb.is_ok(), "client's Notify: {rb:?}");
+    let r = next_results(&t.server.rcq, 1, "server Receive")?;
+    Expect::recv(Status::SUCCESS, 1, SERVER_QP, Some(8)).check(&r[0], "server Receive")?;
+    let r = next_results(&t.client.rcq, 1, "client Receive")?;
+    Expect::recv(Status::SUCCESS, 2, CLIENT_QP, Some(8)).check(&r[0], "client Receive")
 }
 
 /// Overrun: more completions than the depth make the CQ unusable — pending and later
@@ -381,6 +444,16 @@ fn notify_errors() {
 #[test]
 fn notify_race_rule_and_fire_once() {
     each("cq-race", race_rule);
+}
+
+#[test]
+fn arming_then_only_polling_still_progresses() {
+    each("cq-arm-then-poll", arm_then_poll);
+}
+
+#[test]
+fn two_threads_blocked_on_one_adapter_both_wake() {
+    each("cq-two-waiters", two_waiters);
 }
 
 #[test]

@@ -21,9 +21,9 @@ use netdirect::{MemoryRegion, MemoryWindow, MrFlags, OpFlags, Provider, Status};
 use netdirect_conformance::check::{
     expect_bytes, fast_pattern, next_results, wait_ok, Check, Context, Expect, WAIT,
 };
-use netdirect_conformance::harness::{self, Family};
+use netdirect_conformance::harness;
 use netdirect_conformance::side::listen;
-use netdirect_conformance::{ensure, ensure_eq, providers_for, Failure, Needs, Side, SideConfig};
+use netdirect_conformance::{ensure, ensure_eq, Failure, Needs, Side, SideConfig};
 use netdirect_wire::ddp::{DdpHeader, QN_SEND};
 use netdirect_wire::fpdu::{encode_fpdu, Deframer, Event};
 use netdirect_wire::handshake::{rtr_fpdu, Initiator, InitiatorConfig, InitiatorOutcome};
@@ -776,19 +776,7 @@ fn run(p: &Provider, ip: IpAddr) -> Check {
 
 #[test]
 fn forged_one_sided_traffic() {
-    let mut failures = Vec::new();
-    for p in providers_for(Needs::IwarpWire) {
-        for fam in Family::ALL {
-            let label = harness::label(p, fam, "forged-one-sided");
-            let r = harness::with_deadline(&label, move || {
-                let provider = Provider::select(p).ctx("open provider")?;
-                run(&provider, fam.ip())
-            });
-            match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    harness::each_provider(Needs::IwarpWire, "forged-one-sided", |p, fam| {
+        run(p, fam.ip())
+    });
 }

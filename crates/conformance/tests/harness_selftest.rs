@@ -38,10 +38,19 @@ impl Fake {
             "#!/bin/sh\necho $$ >> '{}'\ncase \"$2\" in\n  server) {server} ;;\n  client) {client} ;;\nesac\n",
             pids.display()
         );
-        std::fs::write(&script, text).expect("write script");
-        let mut perm = std::fs::metadata(&script).expect("stat").permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-        std::fs::set_permissions(&script, perm).expect("chmod");
+        // The executable is written by a child process, never through a descriptor of ours:
+        // a sibling test forking while we held one open for writing would carry it into its
+        // child until that child's exec, and executing the script meanwhile fails with
+        // ETXTBSY ("Text file busy"). The draft we write ourselves is never executed.
+        let draft = dir.join("fake-nd-peer.draft");
+        std::fs::write(&draft, text).expect("write script");
+        let ok = std::process::Command::new("install")
+            .arg("-m755")
+            .arg(&draft)
+            .arg(&script)
+            .status()
+            .expect("run install");
+        assert!(ok.success(), "install the script: {ok}");
         Self { dir, script, pids }
     }
 

@@ -12,27 +12,13 @@ use netdirect_conformance::check::{
     expect_empty, expect_results, expect_status, finish, next_results, show, wait_ok, Check,
     Context, Expect,
 };
-use netdirect_conformance::harness::{self, Family};
+use netdirect_conformance::harness;
 use netdirect_conformance::side::{connect_pair, EPHEMERAL};
-use netdirect_conformance::{ensure, ensure_eq, providers_for, Needs, Side, SideConfig};
+use netdirect_conformance::{ensure, ensure_eq, Needs, Side, SideConfig};
 
 /// Run `f` for every provider and family, each with the hard deadline.
 fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
-    let mut failures = Vec::new();
-    for p in providers_for(Needs::TwoSided) {
-        for fam in Family::ALL {
-            let label = harness::label(p, fam, name);
-            let r = harness::with_deadline(&label, move || {
-                let provider = Provider::select(p).ctx("open provider")?;
-                f(&provider, fam.ip())
-            });
-            match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    harness::each_provider(Needs::TwoSided, name, move |p, fam| f(p, fam.ip()));
 }
 
 /// The final status of an asynchronous call, whether it failed at once or completed with an

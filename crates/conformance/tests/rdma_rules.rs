@@ -11,26 +11,12 @@ use netdirect::{MrFlags, OpFlags, Provider, RequestType, Status};
 use netdirect_conformance::check::{
     expect_empty, expect_status, next_results, wait_ok, Check, Context, Expect,
 };
-use netdirect_conformance::harness::{self, Family};
+use netdirect_conformance::harness;
 use netdirect_conformance::side::connect_pair;
-use netdirect_conformance::{ensure, providers_for, Needs, Side, SideConfig};
+use netdirect_conformance::{ensure, Needs, Side, SideConfig};
 
 fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
-    let mut failures = Vec::new();
-    for p in providers_for(Needs::OneSided) {
-        for fam in Family::ALL {
-            let label = harness::label(p, fam, name);
-            let r = harness::with_deadline(&label, move || {
-                let provider = Provider::select(p).ctx("open provider")?;
-                f(&provider, fam.ip())
-            });
-            match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    harness::each_provider(Needs::OneSided, name, move |p, fam| f(p, fam.ip()));
 }
 
 fn done(ty: RequestType, status: Status, ctx: u64, qp: u64) -> Expect {

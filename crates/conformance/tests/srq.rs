@@ -17,7 +17,7 @@ use netdirect_conformance::check::{
 };
 use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::connect_pair;
-use netdirect_conformance::{ensure, providers, Side, SideConfig};
+use netdirect_conformance::{ensure, Side, SideConfig};
 
 const SERVER_QP: u64 = 0x5352_5100_0000_0001;
 const CLIENT_QP: u64 = 0x5352_5100_0000_0002;
@@ -301,21 +301,11 @@ fn late_queue_pair_receive(p: &Provider, fam: Family) -> Check {
 #[test]
 fn a_send_waits_for_a_late_queue_pair_receive() {
     long_rnr_bound();
-    let mut failures = Vec::new();
-    for p in netdirect_conformance::providers_for(netdirect_conformance::Needs::TwoSided) {
-        for fam in Family::ALL {
-            let label = harness::label(p, fam, "late-receive");
-            let r = harness::with_deadline(&label, move || {
-                let provider = Provider::select(p).ctx("open provider")?;
-                late_queue_pair_receive(&provider, fam)
-            });
-            match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    harness::each_provider(
+        netdirect_conformance::Needs::TwoSided,
+        "late-receive",
+        late_queue_pair_receive,
+    );
 }
 
 /// Bounds long enough never to fire here: these tests are about the wait, not its bound.
@@ -326,32 +316,8 @@ fn long_rnr_bound() {
 
 fn each(name: &str, f: fn(&Provider, Family) -> Check) {
     long_rnr_bound();
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for p in providers() {
-        let provider = Provider::select(p).expect("provider");
-        let a = provider
-            .open_adapter_for(SocketAddr::new(Family::V4.ip(), 0))
-            .expect("adapter");
-        if a.query().max_shared_receive_queue_depth == 0 {
-            eprintln!("[provider={p}] {name} not run: no shared receive queues (MaxSharedReceiveQueueDepth 0)");
-            continue;
-        }
-        for fam in Family::ALL {
-            let label = harness::label(p, fam, name);
-            let r = harness::with_deadline(&label, move || {
-                let provider = Provider::select(p).ctx("open provider")?;
-                f(&provider, fam)
-            });
-            match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
-            }
-            ran += 1;
-        }
-    }
+    let ran = harness::each_provider(netdirect_conformance::Needs::Srq, name, f);
     assert!(ran > 0, "no provider supports shared receive queues");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]

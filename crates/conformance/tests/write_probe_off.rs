@@ -16,7 +16,7 @@ use netdirect_conformance::check::{
 };
 use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::connect_pair;
-use netdirect_conformance::{ensure_eq, providers_for, Needs, Side, SideConfig};
+use netdirect_conformance::{ensure_eq, Needs, Side, SideConfig};
 
 fn done(ty: RequestType, status: Status, ctx: u64, qp: u64) -> Expect {
     Expect {
@@ -101,19 +101,5 @@ fn run(p: &Provider, fam: Family) -> Check {
 #[test]
 fn writes_complete_locally_without_the_probe() {
     std::env::set_var("ND_TCP_WRITE_PROBE", "0");
-    let mut failures = Vec::new();
-    for p in providers_for(Needs::IwarpWire) {
-        for fam in Family::ALL {
-            let label = harness::label(p, fam, "write-probe-off");
-            let r = harness::with_deadline(&label, move || {
-                let provider = Provider::select(p).ctx("open provider")?;
-                run(&provider, fam)
-            });
-            match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    harness::each_provider(Needs::IwarpWire, "write-probe-off", run);
 }

@@ -53,7 +53,7 @@ pub mod spi {
 
 /// Configuration variables of the built-in providers (`nd info` prints them).
 pub mod config {
-    /// The `shm` provider's variables (its own `Variable` type, same fields).
+    /// The `shm` provider's variables (`ShmVariable` is the same type as `Variable`).
     pub use netdirect_shm::config::{Variable as ShmVariable, VARIABLES as SHM_VARIABLES};
     pub use netdirect_tcp::config::{Variable, VARIABLES as TCP_VARIABLES};
 }

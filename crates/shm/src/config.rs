@@ -6,17 +6,11 @@
 // Under `--cfg loom` only the documented list is built (the `netdirect` crate re-exports it).
 #[cfg(not(loom))]
 use crate::segment::Params;
+#[cfg(not(loom))]
+use netdirect_spi::kit::config::var;
 
-/// One documented environment variable.
-#[derive(Debug, Clone, Copy)]
-pub struct Variable {
-    /// Its name.
-    pub name: &'static str,
-    /// The default, as text.
-    pub default: &'static str,
-    /// What it does.
-    pub meaning: &'static str,
-}
+/// One documented environment variable (the SPI kit's, shared by the software providers).
+pub use netdirect_spi::kit::config::Variable;
 
 /// Every variable the provider reads.
 pub const VARIABLES: &[Variable] = &[
@@ -77,14 +71,6 @@ pub(crate) struct Config {
     pub(crate) write_pull_min: u64,
     /// How long a message waits for a Receive (`ND_SHM_RNR_TIMEOUT_MS`).
     pub(crate) rnr_timeout: std::time::Duration,
-}
-
-#[cfg(not(loom))]
-fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
 }
 
 #[cfg(not(loom))]

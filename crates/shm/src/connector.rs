@@ -13,6 +13,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use netdirect_spi::kit::connector::{self, AttachedQp, ConnectorState, Transport};
+use netdirect_spi::kit::listener::TakesRequests;
 use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::traits::{self, QueuePair};
@@ -26,40 +28,73 @@ use crate::proto::{self, Msg, Recv, Request, Space};
 use crate::qp::{Conn, ShmQp};
 use crate::segment::Segment;
 
-enum State {
-    /// Fresh (or bound): may Connect, or receive a request from a listener.
-    Idle,
-    /// REQUEST sent; waiting for ACCEPT or REJECT.
-    Connecting {
-        sock: Registered,
-        qp: Arc<ShmQp>,
-        ov: OvCompleter,
-        seg: Segment,
-    },
-    /// Active side: the peer accepted; waiting for CompleteConnect or Reject.
-    Connected {
-        sock: OwnedFd,
-        qp: Arc<ShmQp>,
-        seg: Segment,
-        peer_seg_addr: u64,
-    },
-    /// Passive side: a request arrived; waiting for Accept or Reject.
-    Incoming(Incoming),
-    /// The queue pair carries the connection.
-    Attached(Arc<ShmQp>),
-    /// Rejected (either way) or failed: the connector cannot connect again.
-    Done,
+/// An active connection attempt: REQUEST sent, waiting for ACCEPT or REJECT.
+pub(crate) struct Connecting {
+    sock: Registered,
+    qp: Arc<ShmQp>,
+    ov: OvCompleter,
+    seg: Segment,
 }
 
-struct Inner {
-    state: State,
-    /// The socket `Bind` prepared (holding the local port's name), used by the next Connect.
-    bound: Option<(OwnedFd, SocketAddr)>,
-    local: Option<SocketAddr>,
-    peer: Option<SocketAddr>,
-    peer_private_data: Vec<u8>,
-    limits: ReadLimits,
+/// Active side, the peer accepted: what CompleteConnect maps onto the queue pair.
+pub(crate) struct Connected {
+    sock: OwnedFd,
+    qp: Arc<ShmQp>,
+    seg: Segment,
+    peer_seg_addr: u64,
 }
+
+/// This provider's side of the kit's connector state.
+pub(crate) enum Shm {}
+
+impl Transport for Shm {
+    /// The socket holding the local port's name.
+    type Bound = OwnedFd;
+    type Connecting = Connecting;
+    type Connected = Connected;
+    type Incoming = Incoming;
+    type Qp = ShmQp;
+
+    fn abandon(attempt: Connecting) {
+        attempt.ov.complete(Status::CANCELED);
+    }
+
+    fn reject_incoming(inc: Incoming, private_data: &[u8]) {
+        let _ = proto::send(
+            &inc.sock,
+            &Msg::Reject {
+                private_data: private_data.to_vec(),
+            },
+            None,
+        );
+    }
+
+    fn decline(connected: Connected) {
+        // Closing the socket is the whole message.
+        drop(connected.sock);
+    }
+}
+
+impl AttachedQp for ShmQp {
+    fn notify_disconnect(&self) -> Overlapped {
+        Self::notify_disconnect(self)
+    }
+
+    fn disconnect(&self) {
+        Self::disconnect(self)
+    }
+
+    fn cancel_accept(&self) {
+        Self::cancel_accept(self)
+    }
+
+    fn cancel_notify_disconnect(&self) {
+        Self::cancel_notify_disconnect(self)
+    }
+}
+
+type State = connector::State<Shm>;
+type Inner = ConnectorState<Shm>;
 
 /// A connector.
 pub(crate) struct ShmConnector {
@@ -83,14 +118,7 @@ impl ShmConnector {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             shared,
-            inner: Mutex::new(Inner {
-                state: State::Idle,
-                bound: None,
-                local: None,
-                peer: None,
-                peer_private_data: Vec::new(),
-                limits: ReadLimits::default(),
-            }),
+            inner: Mutex::new(Inner::new()),
         })
     }
 
@@ -104,32 +132,18 @@ impl ShmConnector {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether a listener may give this connector a request.
-    pub(crate) fn is_fresh(&self) -> bool {
-        matches!(self.lock().state, State::Idle)
-    }
-
-    /// A listener hands over a request (`GetConnectionRequest` completed).
-    pub(crate) fn set_incoming(&self, inc: Incoming) {
-        let mut g = self.lock();
-        g.local = Some(inc.local);
-        g.peer = Some(inc.peer);
-        g.peer_private_data = inc.request.private_data.clone();
-        g.limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
-        g.state = State::Incoming(inc);
-    }
-
     /// Read the listener's answer, if it came.
     fn drive(&self) {
         let mut g = self.lock();
-        let State::Connecting { sock, .. } = &g.state else {
+        let State::Connecting(Connecting { sock, .. }) = &g.state else {
             return;
         };
         let got = proto::recv(sock.fd());
         if matches!(got, Recv::Empty) {
             return;
         }
-        let State::Connecting { sock, qp, ov, seg } = std::mem::replace(&mut g.state, State::Idle)
+        let State::Connecting(Connecting { sock, qp, ov, seg }) =
+            std::mem::replace(&mut g.state, State::Idle)
         else {
             unreachable!()
         };
@@ -150,12 +164,12 @@ impl ShmConnector {
                     inbound: ord,
                     outbound: ird,
                 };
-                g.state = State::Connected {
+                g.state = State::Connected(Connected {
                     sock,
                     qp,
                     seg,
                     peer_seg_addr: seg_addr,
-                };
+                });
                 ov.complete(Status::SUCCESS);
             }
             Recv::Msg(Some(Msg::Reject { private_data }), _) => {
@@ -186,6 +200,18 @@ fn peer_limits(req: &Request) -> ReadLimits {
     }
 }
 
+impl TakesRequests<Incoming> for ShmConnector {
+    fn is_fresh(&self) -> bool {
+        self.lock().is_fresh()
+    }
+
+    fn set_incoming(&self, inc: Incoming) {
+        let limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
+        let (local, peer, data) = (inc.local, inc.peer, inc.request.private_data.clone());
+        self.lock().set_incoming(inc, local, peer, data, limits);
+    }
+}
+
 impl traits::Connector for ShmConnector {
     fn as_any(&self) -> &dyn Any {
         self
@@ -193,18 +219,8 @@ impl traits::Connector for ShmConnector {
 
     fn bind(&self, addr: SocketAddr) -> Result<()> {
         let mut g = self.lock();
-        match g.state {
-            State::Idle => {}
-            _ => return fail(Status::ADDRESS_ALREADY_ASSOCIATED),
-        }
-        if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
-            return fail(Status::INVALID_ADDRESS);
-        }
-        if let Some((_, a)) = &g.bound {
-            // Re-binding the same address before a retried Connect is allowed (D8, ndmpic).
-            if *a == addr || (addr.port() == 0 && a.ip() == addr.ip()) {
-                return Ok(());
-            }
+        if g.check_bind(addr, crate::is_local(addr.ip()))? {
+            return Ok(());
         }
         g.bound = None;
         let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
@@ -226,30 +242,16 @@ impl traits::Connector for ShmConnector {
         // Validation first, with no state change, so the connector stays usable (D8).
         negotiate::check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
         let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
-        if dest.ip().is_unspecified() {
-            return fail(Status::BAD_NETWORK_NAME);
-        }
-        if dest.port() == 0 {
-            return fail(Status::INVALID_ADDRESS);
-        }
-        if qp.conn() != Conn::Idle {
-            return fail(Status::CONNECTION_ACTIVE);
-        }
+        connector::check_connect_target(dest, qp.conn() == Conn::Idle)?;
         let mut g = self.lock();
-        if !matches!(g.state, State::Idle) {
-            return fail(Status::CONNECTION_ACTIVE);
-        }
+        g.check_idle()?;
         let engine = self.shared.engine.clone();
         if !crate::is_local(dest.ip()) {
             // Shared memory reaches this host only.
             return Ok(Overlapped::completed(engine, Status::HOST_UNREACHABLE));
         }
-        let (sock, bound) = match g.bound.take() {
-            Some((s, a)) if a.is_ipv6() == dest.is_ipv6() => (s, a),
-            Some(b) => {
-                g.bound = Some(b);
-                return fail(Status::INVALID_ADDRESS);
-            }
+        let (sock, bound) = match g.take_bound_for(dest)? {
+            Some(b) => b,
             None => {
                 let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
                 let port = proto::claim(&s, Space::Connector, dest.is_ipv6(), 0)
@@ -322,12 +324,12 @@ impl traits::Connector for ShmConnector {
             .register(sock, src)
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         g.peer = Some(dest);
-        g.state = State::Connecting {
+        g.state = State::Connecting(Connecting {
             sock: reg,
             qp,
             ov: c,
             seg,
-        };
+        });
         drop(g);
         self.drive();
         Ok(ov)
@@ -335,18 +337,12 @@ impl traits::Connector for ShmConnector {
 
     fn complete_connect(&self) -> Result<Overlapped> {
         let mut g = self.lock();
-        let State::Connected { .. } = g.state else {
-            return fail(Status::CONNECTION_INVALID);
-        };
-        let State::Connected {
+        let Connected {
             sock,
             qp,
             seg,
             peer_seg_addr,
-        } = std::mem::replace(&mut g.state, State::Done)
-        else {
-            unreachable!()
-        };
+        } = g.take_connected()?;
         let link = Link::new(&self.shared.engine, seg, 0, sock, peer_seg_addr, qp.weak())
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         qp.establish_active(link, g.limits.inbound, g.limits.outbound)?;
@@ -366,17 +362,13 @@ impl traits::Connector for ShmConnector {
         negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
         let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
         let mut g = self.lock();
-        let State::Incoming(inc) = &g.state else {
-            return fail(Status::CONNECTION_INVALID);
-        };
+        let inc = g.incoming()?;
         if qp.conn() != Conn::Idle {
             return fail(Status::CONNECTION_ACTIVE);
         }
         let granted = negotiate::accept(&self.shared.info, limits, peer_limits(&inc.request));
         let (ird, ord) = (granted.inbound, granted.outbound);
-        let State::Incoming(inc) = std::mem::replace(&mut g.state, State::Done) else {
-            unreachable!()
-        };
+        let inc = g.take_incoming().expect("checked above");
         let engine = self.shared.engine.clone();
         let reply = Msg::Accept {
             ird,
@@ -415,103 +407,35 @@ impl traits::Connector for ShmConnector {
 
     fn reject(&self, private_data: &[u8]) -> Result<()> {
         negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
-        let mut g = self.lock();
-        match std::mem::replace(&mut g.state, State::Done) {
-            State::Incoming(inc) => {
-                let _ = proto::send(
-                    &inc.sock,
-                    &Msg::Reject {
-                        private_data: private_data.to_vec(),
-                    },
-                    None,
-                );
-                Ok(())
-            }
-            State::Connected { sock, .. } => {
-                // The active side declines after ACCEPT: closing the socket makes the passive
-                // Accept complete with ND_CONNECTION_REFUSED (D9).
-                drop(sock);
-                Ok(())
-            }
-            other => {
-                g.state = other;
-                fail(Status::CONNECTION_INVALID)
-            }
-        }
+        self.lock().reject(private_data)
     }
 
     fn get_read_limits(&self) -> Result<ReadLimits> {
-        let g = self.lock();
-        match g.state {
-            State::Incoming(_) | State::Connected { .. } | State::Attached(_) => Ok(g.limits),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().read_limits()
     }
 
     fn private_data(&self) -> Result<Vec<u8>> {
-        let g = self.lock();
-        match g.state {
-            State::Incoming(_) | State::Connected { .. } | State::Attached(_) | State::Done => {
-                Ok(g.peer_private_data.clone())
-            }
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().private_data()
     }
 
     fn get_local_address(&self) -> Result<SocketAddr> {
-        let g = self.lock();
-        match (&g.state, g.local, &g.bound) {
-            (State::Idle, _, Some((_, a))) => Ok(*a),
-            (State::Idle, _, None) | (State::Done, _, _) => fail(Status::CONNECTION_INVALID),
-            (_, Some(a), _) => Ok(a),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().local_address()
     }
 
     fn get_peer_address(&self) -> Result<SocketAddr> {
-        let g = self.lock();
-        match (&g.state, g.peer) {
-            (State::Incoming(_) | State::Connected { .. } | State::Attached(_), Some(p)) => Ok(p),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().peer_address()
     }
 
     fn notify_disconnect(&self) -> Result<Overlapped> {
-        let g = self.lock();
-        match &g.state {
-            State::Attached(qp) => Ok(qp.notify_disconnect()),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().notify_disconnect()
     }
 
     fn disconnect(&self) -> Result<Overlapped> {
-        let g = self.lock();
-        match &g.state {
-            State::Attached(qp) => {
-                qp.disconnect();
-                Ok(Overlapped::completed(
-                    self.shared.engine.clone(),
-                    Status::SUCCESS,
-                ))
-            }
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().disconnect(self.shared.engine.clone())
     }
 
     fn cancel_overlapped_requests(&self) -> Result<()> {
-        let mut g = self.lock();
-        match std::mem::replace(&mut g.state, State::Idle) {
-            State::Connecting { ov, .. } => {
-                // Abandon the attempt (IND2Connector::Connect remarks).
-                ov.complete(Status::CANCELED);
-            }
-            State::Attached(qp) => {
-                qp.cancel_accept();
-                qp.cancel_notify_disconnect();
-                g.state = State::Attached(qp);
-            }
-            other => g.state = other,
-        }
+        self.lock().cancel_overlapped_requests();
         Ok(())
     }
 }

@@ -11,6 +11,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use netdirect_spi::kit::affinity::notify_affinity;
 use netdirect_spi::kit::cq::{CqCore, PushKind};
 use netdirect_spi::kit::overlapped::{Driver, Overlapped};
 use netdirect_spi::traits::CompletionQueue;
@@ -92,21 +93,6 @@ impl ShmCq {
             .downcast_ref::<Self>()
             .and_then(|c| c.me.upgrade())
     }
-}
-
-/// `GetNotifyAffinity` of CQs and SRQs. No interrupts: notifications are delivered on whichever
-/// CPU drives the I/O, so report every CPU of group 0, the actual affinity (the SPI prefers
-/// that to NOT_SUPPORTED).
-pub(crate) fn notify_affinity() -> (u16, usize) {
-    let n = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(usize::BITS as usize);
-    let mask = if n == usize::BITS as usize {
-        usize::MAX
-    } else {
-        (1usize << n) - 1
-    };
-    (0, mask)
 }
 
 impl CompletionQueue for ShmCq {

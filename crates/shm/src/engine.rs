@@ -2,24 +2,31 @@
 //!
 //! There is no progress thread. A polling caller (`CompletionQueue::get_results`) drives its
 //! queue pairs' rings directly, without a syscall. A blocking caller (`Overlapped::wait`, a CQ
-//! Notify wait) calls [`Engine::wait`], which
+//! Notify wait) calls [`Driver::wait_for`], which, with no progress pass first,
 //!
 //! 1. *arms* every connection of the adapter: sets this side's `waiting` word in the segment
 //!    (`ring::wake::arm`) and re-checks whether the ring already has something to do (a record to
-//!    consume, space for a blocked Send, a peer that closed);
+//!    consume, space for a blocked Send, a peer that closed); if so, disarms and drives it;
 //! 2. if nothing is ready, sleeps in `epoll_wait` on the adapter's epoll set, which holds every
 //!    connection's Unix socket (the peer sends one WAKE message when it finds our `waiting` word
-//!    set; end-of-file when it disconnects or dies), the listeners, the connection attempts and
-//!    an eventfd that [`Driver::notify`] writes when a request completes on another thread;
+//!    set — for space only if we said we want some; end-of-file when it disconnects or dies),
+//!    the listeners, the connection attempts and an eventfd that [`Driver::notify`] writes when
+//!    a request completes on another thread;
 //! 3. dispatches what became ready on its own thread, and disarms.
 //!
 //! A second blocking thread does not sleep in `epoll_wait` too: it waits on a condition variable
 //! that the first one (the leader) and every completion signal, as in the `tcp` provider.
 //!
+//! A blocking waiter costs no system call beyond its sleep and the read of the WAKE that ended
+//! it: a completion the sleeping thread makes itself (the usual case: it dispatched the event
+//! that completed its own request) wakes nobody, and the leader hands over to followers only
+//! if there are any. Other threads are woken only when they sleep.
+//!
 //! Once the application takes the adapter's descriptor ([`Engine::fd`]) for its own event loop,
 //! every connection stays armed for good, so the peers always send WAKE and the descriptor
 //! becomes readable whenever there is something to do; the loop then calls `Adapter::progress`.
 
+use std::cell::Cell;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -48,11 +55,73 @@ pub(crate) struct Engine {
     wake: OwnedFd,
     sources: Mutex<Slab<Weak<dyn Source>>>,
     links: Mutex<Slab<Weak<Link>>>,
-    leader: Mutex<()>,
-    generation: Mutex<u64>,
+    /// Who sleeps how; followers wait on `cond` for `Roles::generation` to move.
+    roles: Mutex<Roles>,
     cond: Condvar,
+    /// Threads inside `wait_for`: while there are none (besides the notifying thread itself),
+    /// `notify` costs no lock and no system call.
     sleepers: AtomicUsize,
     fd_exported: AtomicBool,
+}
+
+/// The blocked threads: at most one leader asleep in `epoll_wait` (woken by the eventfd or a
+/// peer's WAKE), and followers asleep on the condition variable (woken by a new `generation`).
+#[derive(Debug, Default)]
+struct Roles {
+    leader: bool,
+    followers: usize,
+    generation: u64,
+}
+
+thread_local! {
+    /// The engine whose `wait_for` this thread is inside (its address, 0 if none) and whether
+    /// it is that engine's leader: its own completions need not wake it.
+    static WAITING: Cell<(usize, bool)> = const { Cell::new((0, false)) };
+}
+
+/// This thread's presence in `Engine::wait_for`: counted in `sleepers`, marked in `WAITING`;
+/// both undone on drop (also if a source panics while the leader dispatches).
+struct Presence<'a> {
+    engine: &'a Engine,
+    outer: (usize, bool),
+}
+
+impl<'a> Presence<'a> {
+    fn enter(engine: &'a Engine) -> Self {
+        // SeqCst: announced before `done()` is read (see `Driver::wait_for`).
+        engine.sleepers.fetch_add(1, Ordering::SeqCst);
+        let outer = WAITING.with(|w| w.replace((engine.addr(), false)));
+        Self { engine, outer }
+    }
+
+    fn set_leading(&self, yes: bool) {
+        WAITING.with(|w| w.set((self.engine.addr(), yes)));
+    }
+}
+
+impl Drop for Presence<'_> {
+    fn drop(&mut self) {
+        WAITING.with(|w| w.set(self.outer));
+        self.engine.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The leader role, given up on drop: followers (if any) are woken so that one takes over
+/// the sleep while this thread returns to its caller.
+struct Leadership<'a> {
+    engine: &'a Engine,
+}
+
+impl Drop for Leadership<'_> {
+    fn drop(&mut self) {
+        let mut roles = self.engine.lock_roles();
+        roles.leader = false;
+        if roles.followers > 0 {
+            roles.generation += 1;
+            drop(roles);
+            self.engine.cond.notify_all();
+        }
+    }
 }
 
 impl fmt::Debug for Engine {
@@ -120,8 +189,7 @@ impl Engine {
             wake,
             sources: Mutex::new(Slab::new()),
             links: Mutex::new(Slab::new()),
-            leader: Mutex::new(()),
-            generation: Mutex::new(0),
+            roles: Mutex::new(Roles::default()),
             cond: Condvar::new(),
             sleepers: AtomicUsize::new(0),
             fd_exported: AtomicBool::new(false),
@@ -231,9 +299,45 @@ impl Engine {
         }
     }
 
-    fn bump(&self) {
-        *self.generation.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.cond.notify_all();
+    fn lock_roles(&self) -> MutexGuard<'_, Roles> {
+        self.roles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This engine's identity for `WAITING`.
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Make the epoll set readable: the leader's `epoll_wait` (and an external event loop)
+    /// returns. The count is drained by the next dispatch (`Engine::poll`).
+    fn wake_leader(&self) {
+        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
+    }
+
+    /// The leader's turn: arm every connection and sleep unless one has work already, then
+    /// dispatch what became ready and disarm (`ring::wake`).
+    fn lead(&self, timeout: Option<Duration>) {
+        let mut ready = false;
+        let mut timeout = timeout;
+        self.for_each_link(|l| {
+            ready |= l.arm();
+            // A message held for want of a Receive: wake when its bound runs out.
+            if let Some(d) = l.rnr_wait() {
+                timeout = Some(timeout.map_or(d, |t| t.min(d)));
+            }
+        });
+        if !ready {
+            self.poll(timeout);
+        }
+        if !self.fd_exported() {
+            self.for_each_link(|l| l.disarm());
+        }
+        if ready {
+            // Work arrived before the `waiting` words were set, so no WAKE announces it:
+            // take it now (the caller skipped the progress pass, `wait_for`), disarmed, so
+            // that what it publishes does not make the peer send WAKEs nobody sleeps for.
+            self.progress();
+        }
     }
 }
 
@@ -244,41 +348,73 @@ impl Driver for Engine {
     }
 
     fn wait(&self, timeout: Option<Duration>) {
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
-        if let Ok(g) = self.leader.try_lock() {
-            let mut ready = false;
-            let mut timeout = timeout;
-            self.for_each_link(|l| {
-                ready |= l.arm();
-                // A message held for want of a Receive: wake when its bound runs out.
-                if let Some(d) = l.rnr_wait() {
-                    timeout = Some(timeout.map_or(d, |t| t.min(d)));
-                }
-            });
-            if !ready {
-                self.poll(timeout);
-            } else {
-                // Something is ready already: let the caller's progress take it.
-                self.poll(Some(Duration::ZERO));
-            }
-            if !self.fd_exported() {
-                self.for_each_link(|l| l.disarm());
-            }
-            drop(g);
-            self.bump();
-        } else {
-            let g = self.generation.lock().unwrap_or_else(|e| e.into_inner());
-            let seen = *g;
-            let t = timeout.unwrap_or(Duration::from_secs(3600));
-            let _ = self.cond.wait_timeout_while(g, t, |g| *g == seen);
+        self.wait_for(&|| false, timeout);
+    }
+
+    /// Sleep without a `progress` pass first: the leader arms every connection and re-checks
+    /// its ring (`Link::arm`), driving it at once if it has work, and otherwise sleeps on the
+    /// epoll set, where the other sources are level-triggered; so nothing a `progress` pass
+    /// would have found is slept through. The caller has typically just polled its CQ, which
+    /// looked at the same rings.
+    fn wait_for(&self, done: &dyn Fn() -> bool, timeout: Option<Duration>) {
+        let me = Presence::enter(self);
+        // The role is taken and `done()` checked under the lock `notify` reads the roles
+        // under: a completion elsewhere either precedes the check or finds this sleeper.
+        let mut roles = self.lock_roles();
+        if done() {
+            return;
         }
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        if roles.leader {
+            roles.followers += 1;
+            let seen = roles.generation;
+            let t = timeout.unwrap_or(Duration::from_secs(3600));
+            let (mut roles, _) = self
+                .cond
+                .wait_timeout_while(roles, t, |r| r.generation == seen)
+                .unwrap_or_else(|e| e.into_inner());
+            roles.followers -= 1;
+            return;
+        }
+        roles.leader = true;
+        drop(roles);
+        let _lead = Leadership { engine: self };
+        me.set_leading(true);
+        self.lead(timeout);
+        me.set_leading(false);
+        // `_lead` hands over to a follower, if any, before `me` leaves.
     }
 
     fn notify(&self) {
-        if self.sleepers.load(Ordering::SeqCst) > 0 || self.fd_exported() {
-            let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
-            self.bump();
+        let exported = self.fd_exported();
+        if exported {
+            // An external event loop watches the descriptor (and so does our leader).
+            self.wake_leader();
+        }
+        let (here, leading) = WAITING.with(Cell::get);
+        let in_wait = here == self.addr();
+        if in_wait && leading {
+            // The leader's own dispatch: it returns to its caller right after, which re-checks
+            // its condition, and hands over to the followers then (`Leadership`).
+            return;
+        }
+        // SeqCst: pairs with `Presence::enter`; the request's status was stored (SeqCst)
+        // before this call.
+        if self.sleepers.load(Ordering::SeqCst) <= usize::from(in_wait) {
+            // Nobody else sleeps: the caller itself re-checks its condition.
+            return;
+        }
+        let mut roles = self.lock_roles();
+        let wake_leader = roles.leader && !exported;
+        let wake_followers = roles.followers > 0;
+        if wake_followers {
+            roles.generation += 1;
+        }
+        drop(roles);
+        if wake_leader {
+            self.wake_leader();
+        }
+        if wake_followers {
+            self.cond.notify_all();
         }
     }
 }

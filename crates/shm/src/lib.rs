@@ -75,8 +75,12 @@
 //! CQ Notify wait) drives progress itself, then *arms* each connection of its adapter: it sets
 //! its side's `waiting` word, issues a full fence, and re-checks the ring. If nothing is ready
 //! it sleeps in `epoll_wait` on the adapter's descriptor, which holds the connections' sockets.
-//! A side that publishes a record or frees space issues a full fence and reads the peer's
-//! `waiting` word; if set, it sends one WAKE message on the socket. Either the sleeper sees the
+//! The `waiting` word holds two flags: `ASLEEP` (the side sleeps, or an event loop watches its
+//! descriptor) and `WANTS_SPACE` (the side holds output the ring had no room for). A side that
+//! publishes a record issues a full fence and reads the peer's word; if `ASLEEP` is set, it
+//! sends one WAKE message on the socket. A side that frees space wakes the peer only if it is
+//! asleep *and* wants space, so a plain ping-pong costs one WAKE per message, not two. A side
+//! that raises `WANTS_SPACE` re-checks the ring's tails afterwards. Either the sleeper sees the
 //! change or the changer sees the sleeper (a Dekker handshake, model-checked with loom), so no
 //! wake-up is lost, and a busy-polling peer never pays for one. There is no helper thread.
 //!
@@ -184,7 +188,7 @@ mod segment;
 #[cfg(not(loom))]
 mod srq;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use netdirect_spi::traits;
@@ -204,33 +208,8 @@ impl ShmProvider {
     }
 }
 
-/// Every address of this host (loopback included), with port 0.
-pub(crate) fn local_addresses() -> Result<Vec<SocketAddr>> {
-    let mut v: Vec<SocketAddr> = if_addrs::get_if_addrs()
-        .map_err(|_| netdirect_spi::Error::new(Status::INSUFFICIENT_RESOURCES))?
-        .into_iter()
-        .map(|i| SocketAddr::new(i.ip(), 0))
-        .collect();
-    for lo in [
-        IpAddr::from([127, 0, 0, 1]),
-        IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
-    ] {
-        if !v.iter().any(|a| a.ip() == lo) {
-            v.push(SocketAddr::new(lo, 0));
-        }
-    }
-    v.sort_by_key(|a| (a.is_ipv6(), a.ip()));
-    v.dedup();
-    Ok(v)
-}
-
-/// Whether `ip` is served: a local address, or any address in 127.0.0.0/8.
-pub(crate) fn is_local(ip: IpAddr) -> bool {
-    if ip.is_loopback() {
-        return true;
-    }
-    local_addresses().is_ok_and(|l| l.iter().any(|a| a.ip() == ip))
-}
+/// The addresses this adapter serves: the SPI kit's, shared with the other software providers.
+pub(crate) use netdirect_spi::kit::addresses::{is_local, local_addresses};
 
 impl traits::Provider for ShmProvider {
     fn name(&self) -> &'static str {

@@ -7,6 +7,8 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use netdirect_spi::kit::overlapped::Driver;
+
 use crate::engine::{Engine, Registered, Source};
 use crate::proto::{self, Msg, Recv};
 use crate::qp::ShmQp;
@@ -133,11 +135,38 @@ impl Link {
         self.peer().closed.load(Ordering::Acquire) != 0
     }
 
-    /// We changed something the peer may be asleep waiting for: wake it if it sleeps.
+    /// We published records (or closed), which the peer may be asleep waiting for: wake it if
+    /// it sleeps.
     pub(crate) fn wake_peer(&self) {
         if wake::peer_sleeps(&self.peer().waiting) {
-            // A full socket already holds a WAKE the peer has not read: nothing lost.
-            let _ = proto::send(&self.sock, &Msg::Wake, None);
+            self.ring_doorbell();
+        }
+    }
+
+    /// We freed ring space (consumed records): wake the peer only if it sleeps with output
+    /// waiting for space (`ring::wake::WANTS_SPACE`).
+    pub(crate) fn wake_peer_for_space(&self) {
+        if wake::peer_wants_space(&self.peer().waiting) {
+            self.ring_doorbell();
+        }
+    }
+
+    fn ring_doorbell(&self) {
+        // A full socket already holds a WAKE the peer has not read: nothing lost.
+        let _ = proto::send(&self.sock, &Msg::Wake, None);
+    }
+
+    /// The queue pair's output is blocked for want of ring space (`yes`; it stored the tails
+    /// it saw in `tx_seen` first), or is not. Kept in `tx_blocked` for the lock-free checks
+    /// and in our `waiting` word for the peer, which wakes us for freed space only if it finds
+    /// the flag there. Space the peer freed before it could see the flag woke nobody: if the
+    /// tails moved, a sleeper of this adapter is woken to take it (a poller finds it on its
+    /// own, `has_work`).
+    pub(crate) fn set_tx_blocked(&self, yes: bool) {
+        self.tx_blocked.store(yes, Ordering::Release);
+        wake::want_space(&self.me().waiting, yes);
+        if yes && self.tails_moved() {
+            self.engine.notify();
         }
     }
 
@@ -191,14 +220,19 @@ impl Link {
         wake::disarm(&self.me().waiting);
     }
 
-    /// Read what the socket holds: WAKE messages are dropped, end-of-file marks the peer gone
-    /// (and takes the socket out of the epoll set, where it would stay readable for ever).
-    /// Returns whether the peer is gone.
-    pub(crate) fn service_socket(&self) -> bool {
+    /// Read up to `max` messages from the socket: WAKE messages are dropped, end-of-file marks
+    /// the peer gone (and takes the socket out of the epoll set, where it would stay readable
+    /// for ever). Returns whether the peer is gone.
+    ///
+    /// A sleeper woken by the socket reads one message (`max` 1): usually the one WAKE that
+    /// woke it, and reading on until `EAGAIN` would cost a second system call per wake-up.
+    /// The epoll set is level-triggered, so a further message (another WAKE, or the
+    /// end-of-file behind it) makes the next sleep return at once and is read then.
+    pub(crate) fn service_socket(&self, max: usize) -> bool {
         if self.peer_eof.load(Ordering::Acquire) {
             return true;
         }
-        for _ in 0..64 {
+        for _ in 0..max {
             match proto::recv(&self.sock) {
                 Recv::Msg(..) => {}
                 Recv::Empty => return false,
@@ -228,7 +262,7 @@ impl Link {
         if !self.has_work() {
             let n = self.idle.load(Ordering::Relaxed).wrapping_add(1);
             self.idle.store(n, Ordering::Relaxed);
-            if n % crate::qp::LIVENESS_POLLS != 0 || !self.service_socket() {
+            if n % crate::qp::LIVENESS_POLLS != 0 || !self.service_socket(64) {
                 return false;
             }
         }
@@ -281,7 +315,12 @@ pub(crate) fn now_ns() -> u64 {
 
 impl Source for Link {
     fn on_ready(&self) {
-        self.service_socket();
+        // One message, usually the WAKE that woke us (see `service_socket`). If it brought no
+        // work it was stale (sent while we took the work without sleeping): drain the rest,
+        // so stale WAKEs cannot pile up and keep the next sleeps from sleeping.
+        if !self.service_socket(1) && !self.has_work() {
+            self.service_socket(64);
+        }
         self.progress();
     }
 }

@@ -3,13 +3,13 @@
 //! an application connector takes it with `GetConnectionRequest`.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
+use netdirect_spi::kit::listener::{self, ListenerState, Transport};
+use netdirect_spi::kit::overlapped::Overlapped;
 use netdirect_spi::traits::{self, Connector};
 use netdirect_spi::{fail, Error, Result, Status};
 use rustix::io::Errno;
@@ -47,15 +47,18 @@ pub(crate) fn claim_status(e: Errno) -> Status {
     }
 }
 
-struct Inner {
-    bound: Option<OwnedFd>,
-    listening: Option<Registered>,
-    local: Option<SocketAddr>,
-    backlog: usize,
-    handshakes: Vec<Arc<Handshake>>,
-    ready: VecDeque<Incoming>,
-    waiting: VecDeque<(Arc<ShmConnector>, OvCompleter)>,
+/// This provider's side of the kit's listener state.
+pub(crate) enum Shm {}
+
+impl Transport for Shm {
+    type Bound = OwnedFd;
+    type Listening = Registered;
+    type Handshake = Handshake;
+    type Incoming = Incoming;
+    type Connector = ShmConnector;
 }
+
+type Inner = ListenerState<Shm>;
 
 /// The listener.
 pub(crate) struct ShmListener {
@@ -77,15 +80,7 @@ impl ShmListener {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             shared,
-            inner: Mutex::new(Inner {
-                bound: None,
-                listening: None,
-                local: None,
-                backlog: 0,
-                handshakes: Vec::new(),
-                ready: VecDeque::new(),
-                waiting: VecDeque::new(),
-            }),
+            inner: Mutex::new(Inner::new()),
         })
     }
 
@@ -140,17 +135,7 @@ impl ShmListener {
     /// A handshake finished: hand the request to the oldest waiting connector, or queue it.
     fn deliver(&self, hs: &Arc<Handshake>, inc: Option<Incoming>) {
         let mut g = self.lock();
-        g.handshakes.retain(|h| !Arc::ptr_eq(h, hs));
-        let Some(inc) = inc else { return };
-        // Requests withdrawn one by one (`Overlapped::cancel`) are skipped, never handed a
-        // connection.
-        g.waiting.retain(|(_, ov)| ov.is_pending());
-        if let Some((conn, ov)) = g.waiting.pop_front() {
-            conn.set_incoming(inc);
-            ov.complete(Status::SUCCESS);
-        } else if g.backlog == 0 || g.ready.len() < g.backlog {
-            g.ready.push_back(inc);
-        } else {
+        if let Some(inc) = g.deliver(hs, inc) {
             // Backlog full: the connecting side sees ND_CONNECTION_REFUSED.
             let _ = proto::send(
                 &inc.sock,
@@ -176,12 +161,7 @@ impl traits::Listener for ShmListener {
 
     fn bind(&self, addr: SocketAddr) -> Result<()> {
         let mut g = self.lock();
-        if g.bound.is_some() || g.listening.is_some() {
-            return fail(Status::ADDRESS_ALREADY_ASSOCIATED);
-        }
-        if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
-            return fail(Status::INVALID_ADDRESS);
-        }
+        g.check_bind(addr, crate::is_local(addr.ip()))?;
         let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         let port = proto::claim(&s, Space::Listener, addr.is_ipv6(), addr.port())
             .map_err(|e| Error::new(claim_status(e)))?;
@@ -192,19 +172,14 @@ impl traits::Listener for ShmListener {
 
     fn listen(&self, backlog: u32) -> Result<()> {
         let mut g = self.lock();
-        if g.listening.is_some() {
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
-        let Some(s) = g.bound.take() else {
-            return fail(Status::INVALID_DEVICE_STATE);
-        };
+        let s = g.take_bound_for_listen()?;
         // The kernel's backlog holds Unix connections; ND's backlog counts requests waiting for
         // GetConnectionRequest, enforced in `deliver`. Backlog 0 means "no limit".
         if rustix::net::listen(&s, 4096).is_err() {
             g.bound = Some(s);
             return fail(Status::INSUFFICIENT_RESOURCES);
         }
-        g.backlog = backlog as usize;
+        g.set_backlog(backlog);
         let src: Weak<dyn Source> = self.me.clone();
         let reg = self
             .shared
@@ -225,32 +200,19 @@ impl traits::Listener for ShmListener {
 
     fn get_connection_request(&self, connector: &Arc<dyn Connector>) -> Result<Overlapped> {
         let conn = ShmConnector::downcast(connector).ok_or(Error::invalid_parameter(1))?;
-        if !conn.is_fresh() {
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
+        listener::check_connector(&*conn)?;
         let mut g = self.lock();
-        if g.listening.is_none() {
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
-        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
-        if let Some(inc) = g.ready.pop_front() {
-            conn.set_incoming(inc);
-            c.complete(Status::SUCCESS);
-        } else {
-            c.allow_cancel();
-            g.waiting.push_back((conn, c));
-            drop(g);
-            // A request may already be waiting in the kernel's queue.
+        let (ov, wait) = g.get_connection_request(conn, self.shared.engine.clone())?;
+        drop(g);
+        if wait {
+            // A request may already be sitting in the kernel's queue.
             self.accept_all();
         }
         Ok(ov)
     }
 
     fn cancel_overlapped_requests(&self) -> Result<()> {
-        let mut g = self.lock();
-        for (_, c) in g.waiting.drain(..) {
-            c.complete(Status::CANCELED);
-        }
+        self.lock().cancel_overlapped_requests();
         Ok(())
     }
 }
@@ -258,16 +220,14 @@ impl traits::Listener for ShmListener {
 impl Drop for ShmListener {
     fn drop(&mut self) {
         let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        for (_, c) in g.waiting.drain(..) {
-            c.complete(Status::CANCELED);
-        }
+        g.cancel_overlapped_requests();
         // Queued requests are dropped with their sockets: the connecting sides see end-of-file,
         // which is ND_CONNECTION_REFUSED.
     }
 }
 
 /// An accepted Unix connection whose REQUEST has not arrived yet.
-struct Handshake {
+pub(crate) struct Handshake {
     listener: Weak<ShmListener>,
     sock: Mutex<Option<Registered>>,
 }
@@ -293,12 +253,7 @@ impl Source for Handshake {
             // connecting side sees end-of-file, ND_CONNECTION_REFUSED.
             _ => None,
         };
-        let hs = me
-            .lock()
-            .handshakes
-            .iter()
-            .find(|h| std::ptr::eq(h.as_ref(), self))
-            .cloned();
+        let hs = me.lock().find_handshake(self);
         if let Some(hs) = hs {
             me.deliver(&hs, inc);
         }

@@ -15,16 +15,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use netdirect_spi::kit::cq::{ProgressSource, PushKind};
-use netdirect_spi::kit::mr::{Access, AccessError, Kind, NewRegistration, Registration};
+use netdirect_spi::kit::mr::{Access, AccessError, Kind, Registration};
+use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
-use netdirect_spi::{fail, Error, MrFlags, NdResult, OpFlags, RequestType, Result, Sge, Status};
+use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
 
 use crate::adapter::Shared;
 use crate::cq::ShmCq;
 use crate::link::Link;
 use crate::mem::{self, InlineSges, Owned, OwnedMut, Prefixed, Seg, Segs, Src};
-use crate::mr::{ShmMr, ShmMw};
 use crate::ring::{flag, kind, Consumer, Desc, Producer, Violation, INLINE_MAX, RTS_MAX_SGES};
 use crate::srq::ShmSrq;
 use netdirect_spi::kit::srq::Seg as SrqSeg;
@@ -274,8 +274,9 @@ struct Inner {
     /// Reads we may issue (ORD).
     ird: u32,
     ord: u32,
-    /// We consumed records or published some: the peer's `waiting` word must be checked
-    /// before the lock is released ([`ShmQp::flush_wake`]).
+    /// We published records: the peer's `waiting` word must be checked before the lock is
+    /// released ([`ShmQp::flush_wake`]). (Freed space is checked for at once, against the
+    /// peer's other flag: `Link::wake_peer_for_space`.)
     wake_owed: bool,
     /// Windows bound through this queue pair (unbound when the connection ends).
     windows: Vec<Arc<Registration>>,
@@ -369,11 +370,7 @@ impl ShmQp {
         let icq = ShmCq::downcast(&cfg.initiator_cq).ok_or(Error::invalid_parameter(3))?;
         // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
         let srq = match &cfg.srq {
-            Some(s) => Some(
-                ShmSrq::downcast(s)
-                    .filter(|s| Arc::ptr_eq(&s.shared, &shared))
-                    .ok_or(Error::invalid_parameter(4))?,
-            ),
+            Some(s) => Some(ShmSrq::downcast_on(s, &shared).ok_or(Error::invalid_parameter(4))?),
             None => None,
         };
         // With an SRQ, `rq` holds only the Receive taken for the message being received.
@@ -1231,9 +1228,9 @@ impl ShmQp {
             let (t, dt) = g.prod.seen_tails();
             link.tx_seen[0].store(t, Ordering::Relaxed);
             link.tx_seen[1].store(dt, Ordering::Relaxed);
-            link.tx_blocked.store(true, Ordering::Release);
+            link.set_tx_blocked(true);
         } else {
-            link.tx_blocked.store(false, Ordering::Release);
+            link.set_tx_blocked(false);
         }
     }
 
@@ -1510,18 +1507,17 @@ impl ShmQp {
         if consumed {
             g.cons.release(&rx);
             link.rx_pos.store(g.cons.pos(), Ordering::Relaxed);
-            // Space was freed: a producer blocked on a full ring may be asleep. The wake-up
-            // check (a full fence) is made once, after our own records go in too
-            // ([`ShmQp::flush_wake`]).
-            g.wake_owed = true;
+            // Space was freed: a producer blocked on a full ring may be asleep. Only such a
+            // peer is woken (not one asleep waiting for our reply, `ring::wake`).
+            link.wake_peer_for_space();
         }
         if peer_closed {
             self.close(g, Status::CONNECTION_REFUSED);
         }
     }
 
-    /// Wake the peer if we freed space or published records since the last check (the
-    /// changer's half of the wake-up handshake, `ring::wake`).
+    /// Wake the peer if we published records since the last check (the changer's half of
+    /// the wake-up handshake, `ring::wake`).
     fn flush_wake(&self, g: &mut Inner) {
         if g.wake_owed {
             g.wake_owed = false;
@@ -1859,12 +1855,7 @@ impl ShmQp {
 
     /// Unbind a window registration (idempotent): its token dies, its region is free again.
     fn unbind(&self, w: &Registration) {
-        if w.revoke() {
-            self.shared.mrs.remove(w.token);
-            if let Some(p) = &w.parent {
-                p.bound_windows.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
+        mw::unbind(&self.shared.mrs, w);
     }
 
     /// Close the connection: tell the peer, flush, finish waiters. `accept_status` is what a
@@ -2002,19 +1993,8 @@ impl ShmQp {
         len: usize,
         flags: OpFlags,
     ) -> Result<()> {
-        let allowed = OpFlags::SILENT_SUCCESS
-            | OpFlags::READ_FENCE
-            | OpFlags::ALLOW_READ
-            | OpFlags::ALLOW_WRITE;
-        if !allowed.contains(flags) {
-            return Err(Error::invalid_parameter(6));
-        }
-        let mr = ShmMr::downcast(region)
-            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
-            .ok_or(Error::invalid_parameter(2))?;
-        let mw = ShmMw::downcast(window)
-            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
-            .ok_or(Error::invalid_parameter(3))?;
+        // The order of the checks is the kit's (`kit::mw` module docs).
+        let (region, window) = mw::bind_objects(&self.shared, region, window, flags)?;
         let mut g = self.lock();
         if g.conn == Conn::Idle {
             return fail(Status::CONNECTION_INVALID);
@@ -2024,25 +2004,8 @@ impl ShmQp {
         }
         // The region's lock is held until the window is bound: a concurrent Deregister then
         // either sees the window (ND_DEVICE_BUSY) or has already taken the registration.
-        let slot = mr.region.lock();
-        let Some(parent) = slot.as_ref().filter(|r| r.is_valid()) else {
-            return fail(Status::ACCESS_VIOLATION);
-        };
-        // ND_OP_FLAG_ALLOW_WRITE needs a region with ND_MR_FLAG_ALLOW_LOCAL_WRITE; the
-        // region's remote flags do not matter (R-MW-1).
-        if flags.contains(OpFlags::ALLOW_WRITE)
-            && !parent.flags.contains(MrFlags::ALLOW_LOCAL_WRITE)
-        {
-            return fail(Status::ACCESS_VIOLATION);
-        }
-        // The window lies entirely within the region.
-        let base = buffer as usize as u64;
-        let (pb, pe) = (parent.base as u64, (parent.base + parent.len) as u64);
-        if parent.check(base, len as u64, Access::LocalRead).is_err()
-            || (len == 0 && (base < pb || base > pe))
-        {
-            return fail(Status::ACCESS_VIOLATION);
-        }
+        let slot = region.slot().lock();
+        let parent = mw::bind_parent(&slot, buffer, len, flags)?;
         let wr = SendWr::new(context, flags, 0, Op::Bind);
         if g.conn == Conn::Closed {
             drop(slot);
@@ -2050,31 +2013,7 @@ impl ShmQp {
             self.complete_wr(&wr, Status::CANCELED);
             return Ok(());
         }
-        let mut cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
-        if ShmMw::bound(&cur).is_some() {
-            // A window is bound through one queue pair at a time; Invalidate it first.
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
-        // D11: flags 0 binds a window the peer can neither read nor write.
-        let mut rights = MrFlags::empty();
-        if flags.contains(OpFlags::ALLOW_READ) {
-            rights |= MrFlags::ALLOW_REMOTE_READ;
-        }
-        if flags.contains(OpFlags::ALLOW_WRITE) {
-            rights |= MrFlags::ALLOW_REMOTE_WRITE;
-        }
-        let reg = self.shared.mrs.insert(NewRegistration {
-            base: buffer as usize,
-            len,
-            flags: rights,
-            kind: Kind::Window,
-            parent: Some(parent.clone()),
-            keepalive: None,
-        });
-        reg.bound_qp.store(self.id, Ordering::Release);
-        parent.bound_windows.fetch_add(1, Ordering::AcqRel);
-        *cur = Some((reg.token, Arc::downgrade(&reg)));
-        drop(cur);
+        let reg = window.bind(parent, buffer, len, flags, self.id)?;
         drop(slot);
         g.windows.push(reg);
         g.sq.push(wr, &mut []);
@@ -2091,12 +2030,7 @@ impl ShmQp {
         window: &Arc<dyn MemoryWindow>,
         flags: OpFlags,
     ) -> Result<()> {
-        if !(OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE).contains(flags) {
-            return Err(Error::invalid_parameter(3));
-        }
-        let mw = ShmMw::downcast(window)
-            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
-            .ok_or(Error::invalid_parameter(2))?;
+        let window = mw::invalidate_object(&self.shared, window, flags)?;
         let mut g = self.lock();
         if g.conn == Conn::Idle {
             return fail(Status::CONNECTION_INVALID);
@@ -2110,15 +2044,12 @@ impl ShmQp {
             self.complete_wr(&wr, Status::CANCELED);
             return Ok(());
         }
-        let cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
-        match ShmMw::bound(&cur) {
-            Some(r) if r.bound_qp.load(Ordering::Acquire) == self.id => {
-                self.unbind(&r);
-                g.windows.retain(|w| !Arc::ptr_eq(w, &r));
-            }
-            _ => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
+        match window.unbind_from(self.id) {
+            Some(r) => g.windows.retain(|w| !Arc::ptr_eq(w, &r)),
+            // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
+            // another queue pair).
+            None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
         }
-        drop(cur);
         g.sq.push(wr, &mut []);
         self.progress_tx(&mut g);
         Ok(())

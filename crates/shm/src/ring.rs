@@ -486,25 +486,59 @@ impl Consumer {
 /// record, freed space, closed) checks the other's `waiting` word afterwards. The two full
 /// fences make it a Dekker handshake: either the sleeper sees the change or the changer sees
 /// the sleeper, so a wake-up is never lost (checked by the loom models below).
+///
+/// The word holds two flags. [`wake::ASLEEP`]: the side sleeps (or an event loop watches its
+/// descriptor); a new record wakes it. [`wake::WANTS_SPACE`]: the side holds output the ring
+/// had no room for; freed space wakes it, but only then — a consumer frees space with every
+/// record it takes, and a ping-pong peer asleep waiting for the reply must not be woken by
+/// the consumption of its own message (that second doorbell cost a `sendmsg`, a `recvmsg` and
+/// a spurious wake-up per message). The owner sets and clears each flag with read-modify-write
+/// operations, as two of its threads may (a sleeper arms while another posts).
 pub(crate) mod wake {
     use crate::sync::{fence, AtomicU32, Ordering};
 
+    /// The side sleeps: wake it for a record (or a close).
+    pub(crate) const ASLEEP: u32 = 1;
+    /// The side has output waiting for ring space: wake it, if it sleeps, for freed space.
+    pub(crate) const WANTS_SPACE: u32 = 2;
+
     /// Announce that this side is about to sleep. The caller re-checks its condition next.
     pub(crate) fn arm(waiting: &AtomicU32) {
-        waiting.store(1, Ordering::Relaxed);
+        waiting.fetch_or(ASLEEP, Ordering::AcqRel);
         fence(Ordering::SeqCst);
     }
 
     /// This side is awake again (busy-polling sides never set the word, so their peers never
     /// pay for a wake-up).
     pub(crate) fn disarm(waiting: &AtomicU32) {
-        waiting.store(0, Ordering::Relaxed);
+        waiting.fetch_and(!ASLEEP, Ordering::AcqRel);
     }
 
-    /// After a change the peer may wait for: whether the peer must be woken.
+    /// This side's output found no room (`yes`) or all fit. When the flag rises, the caller
+    /// re-checks the ring's space next: a consumer that freed space before it could see the
+    /// flag did not wake anyone.
+    pub(crate) fn want_space(waiting: &AtomicU32, yes: bool) {
+        let had = waiting.load(Ordering::Relaxed) & WANTS_SPACE != 0;
+        if yes && !had {
+            // AcqRel: a sleeper of this side whose `arm` reads this value (its fence acquires)
+            // then sees what the caller stored before (the blocked output, `Link::tx_blocked`).
+            waiting.fetch_or(WANTS_SPACE, Ordering::AcqRel);
+            fence(Ordering::SeqCst);
+        } else if !yes && had {
+            waiting.fetch_and(!WANTS_SPACE, Ordering::AcqRel);
+        }
+    }
+
+    /// After publishing a record (or closing): whether the peer must be woken.
     pub(crate) fn peer_sleeps(peer_waiting: &AtomicU32) -> bool {
         fence(Ordering::SeqCst);
-        peer_waiting.load(Ordering::Relaxed) != 0
+        peer_waiting.load(Ordering::Relaxed) & ASLEEP != 0
+    }
+
+    /// After freeing space: whether the peer must be woken (it sleeps and waits for space).
+    pub(crate) fn peer_wants_space(peer_waiting: &AtomicU32) -> bool {
+        fence(Ordering::SeqCst);
+        peer_waiting.load(Ordering::Relaxed) == ASLEEP | WANTS_SPACE
     }
 }
 
@@ -823,6 +857,7 @@ mod loom_models {
                         if p.has_room(&*m2, 0).unwrap() {
                             break;
                         }
+                        wake::want_space(&prod2.waiting, true);
                         wake::arm(&prod2.waiting);
                         if p.has_room(&*m2, 0).unwrap() {
                             wake::disarm(&prod2.waiting);
@@ -831,6 +866,7 @@ mod loom_models {
                         prod2.bell.sleep();
                         wake::disarm(&prod2.waiting);
                     }
+                    wake::want_space(&prod2.waiting, false);
                     p.push_inline(&*m2, kind::MSG, 0, &src, 0, 4);
                     if wake::peer_sleeps(&cons2.waiting) {
                         cons2.bell.ring();
@@ -843,7 +879,7 @@ mod loom_models {
                 let got = loop {
                     if let Some(v) = pop(&mut c, &m, &mut cur) {
                         // Space was freed: the producer may be asleep on a full ring.
-                        if wake::peer_sleeps(&prod.waiting) {
+                        if wake::peer_wants_space(&prod.waiting) {
                             prod.bell.ring();
                         }
                         break v;
@@ -859,6 +895,100 @@ mod loom_models {
                 assert_eq!(got, msg(k, 4));
             }
             t.join().unwrap();
+        });
+    }
+
+    /// The space flag when two threads of one side share the word: a poster finds the ring
+    /// full and raises WANTS_SPACE while the side's sleeper is (or is about to be) asleep
+    /// with ASLEEP only; the consumer frees the space concurrently. The poster, after raising
+    /// the flag, re-checks for room and, if there is some, wakes its own sleeper (as
+    /// `Link::set_tx_blocked` does through the engine); the sleeper's `arm` re-check counts
+    /// blocked output with room as work. Whoever sees the room pushes the blocked message
+    /// (under the side's lock, as the queue pair's). A lost wake-up leaves the sleeper asleep
+    /// forever: a deadlock for loom.
+    #[test]
+    fn loom_wake_space_two_threads() {
+        struct Prod {
+            p: Mutex<(Producer, bool)>,
+            blocked: AtomicU32,
+            side: Side,
+        }
+        model(|| {
+            let m = Arc::new(Mem::new(1, 64));
+            let prod = Arc::new(Prod {
+                p: Mutex::new((Producer::default(), false)),
+                blocked: AtomicU32::new(0),
+                side: Side {
+                    waiting: AtomicU32::new(0),
+                    bell: Bell::new(),
+                },
+            });
+            // Message 0 fills the ring.
+            {
+                let mut g = prod.p.lock().unwrap();
+                assert!(g.0.has_room(&*m, 0).unwrap());
+                g.0.push_inline(&*m, kind::MSG, 0, &Bytes(msg(0, 4)), 0, 4);
+            }
+            // Push the blocked message 1 if there is room (the queue pair's progress).
+            let try_push = |m: &Mem, pr: &Prod| -> bool {
+                let mut g = pr.p.lock().unwrap();
+                if g.1 {
+                    return true;
+                }
+                if !g.0.has_room(m, 0).unwrap() {
+                    return false;
+                }
+                g.0.push_inline(m, kind::MSG, 0, &Bytes(msg(1, 4)), 0, 4);
+                g.1 = true;
+                pr.blocked.store(0, Ordering::Release);
+                wake::want_space(&pr.side.waiting, false);
+                true
+            };
+            // The poster: message 1 finds no room, unless the consumer was quick.
+            let (m2, prod2) = (m.clone(), prod.clone());
+            let poster = loom::thread::spawn(move || {
+                if try_push(&m2, &prod2) {
+                    prod2.side.bell.ring(); // a completion on another thread wakes the sleeper
+                    return;
+                }
+                prod2.blocked.store(1, Ordering::Release);
+                wake::want_space(&prod2.side.waiting, true);
+                if prod2.p.lock().unwrap().0.has_room(&*m2, 0).unwrap() {
+                    prod2.side.bell.ring();
+                }
+            });
+            // The sleeper: waits until message 1 is in the ring.
+            let (m3, prod3) = (m.clone(), prod.clone());
+            let sleeper = loom::thread::spawn(move || loop {
+                if prod3.p.lock().unwrap().1 {
+                    return;
+                }
+                wake::arm(&prod3.side.waiting);
+                let work = prod3.blocked.load(Ordering::Acquire) != 0
+                    && prod3.p.lock().unwrap().0.has_room(&*m3, 0).unwrap();
+                if work {
+                    wake::disarm(&prod3.side.waiting);
+                    try_push(&m3, &prod3);
+                    continue;
+                }
+                prod3.side.bell.sleep();
+                wake::disarm(&prod3.side.waiting);
+            });
+            // The consumer takes message 0, which frees the one cell.
+            let mut c = Consumer::default();
+            let mut cur = None;
+            let got = loop {
+                if let Some(v) = pop(&mut c, &m, &mut cur) {
+                    break v;
+                }
+                loom::thread::yield_now();
+            };
+            assert_eq!(got, msg(0, 4));
+            if wake::peer_wants_space(&prod.side.waiting) {
+                prod.side.bell.ring();
+            }
+            poster.join().unwrap();
+            sleeper.join().unwrap();
         });
     }
 }

@@ -5,16 +5,10 @@
 
 use std::time::Duration;
 
-/// One documented environment variable.
-#[derive(Debug, Clone, Copy)]
-pub struct Variable {
-    /// Its name.
-    pub name: &'static str,
-    /// The default, as text.
-    pub default: &'static str,
-    /// What it does.
-    pub meaning: &'static str,
-}
+use netdirect_spi::kit::config::var;
+
+/// One documented environment variable (the SPI kit's, shared by the software providers).
+pub use netdirect_spi::kit::config::Variable;
 
 /// Every variable the provider reads.
 pub const VARIABLES: &[Variable] = &[
@@ -54,13 +48,6 @@ pub(crate) struct Config {
     pub(crate) write_probe: bool,
     /// How long an inbound Send waits for a Receive (`ND_TCP_RNR_TIMEOUT_MS`).
     pub(crate) rnr_timeout: Duration,
-}
-
-fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
 }
 
 impl Config {

@@ -11,6 +11,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
+use netdirect_spi::kit::connector::{self, AttachedQp, ConnectorState, Transport};
+use netdirect_spi::kit::listener::TakesRequests;
 use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::traits::{self, QueuePair};
@@ -30,44 +32,71 @@ use crate::sockets;
 /// The largest IRD/ORD we put in an MPA v2 word (14 bits, 0x3FFF reserved: "not negotiated").
 const MAX_WIRE_LIMIT: u32 = 0x3FFE;
 
-enum State {
-    /// Fresh (or bound with `Bind`): may Connect, or receive a request from a listener.
-    Idle,
-    /// TCP connect or MPA Request/Reply in progress.
-    Connecting {
-        sock: Registered<Socket>,
-        qp: Arc<TcpQp>,
-        ov: OvCompleter,
-        init: Initiator,
-        request: Vec<u8>,
-        sent: usize,
-        reply: Vec<u8>,
-        deadline: Instant,
-    },
-    /// Active side: the peer accepted; waiting for CompleteConnect or Reject.
-    Connected {
-        sock: Socket,
-        qp: Arc<TcpQp>,
-        neg: Negotiated,
-        leftover: Vec<u8>,
-    },
-    /// Passive side: a request arrived; waiting for Accept or Reject.
-    Incoming(Incoming),
-    /// The queue pair carries the connection.
-    Attached(Arc<TcpQp>),
-    /// Rejected (either way) or failed; the connector cannot connect again.
-    Done,
+/// An active connection attempt: TCP connect, then the MPA Request / Reply exchange.
+pub(crate) struct Connecting {
+    sock: Registered<Socket>,
+    qp: Arc<TcpQp>,
+    ov: OvCompleter,
+    init: Initiator,
+    request: Vec<u8>,
+    sent: usize,
+    reply: Vec<u8>,
+    deadline: Instant,
 }
 
-struct Inner {
-    state: State,
-    /// The socket `Bind` prepared, used by the next Connect.
-    bound: Option<(Socket, SocketAddr)>,
-    local: Option<SocketAddr>,
-    peer: Option<SocketAddr>,
-    peer_private_data: Vec<u8>,
-    limits: ReadLimits,
+/// Active side, the peer accepted: what CompleteConnect hands to the queue pair.
+pub(crate) struct Connected {
+    sock: Socket,
+    qp: Arc<TcpQp>,
+    neg: Negotiated,
+    leftover: Vec<u8>,
 }
+
+/// This provider's side of the kit's connector state.
+pub(crate) enum Tcp {}
+
+impl Transport for Tcp {
+    type Bound = Socket;
+    type Connecting = Connecting;
+    type Connected = Connected;
+    type Incoming = Incoming;
+    type Qp = TcpQp;
+
+    fn abandon(attempt: Connecting) {
+        attempt.ov.complete(Status::CANCELED);
+    }
+
+    fn reject_incoming(inc: Incoming, private_data: &[u8]) {
+        let reply = handshake::reject(&inc.request, private_data);
+        let _ = sockets::write_all(&inc.sock, &reply);
+        let _ = inc.sock.shutdown(std::net::Shutdown::Write);
+    }
+
+    fn decline(connected: Connected) {
+        let _ = connected.sock.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+impl AttachedQp for TcpQp {
+    fn notify_disconnect(&self) -> Overlapped {
+        Self::notify_disconnect(self)
+    }
+
+    fn disconnect(&self) {
+        Self::disconnect(self)
+    }
+
+    fn cancel_accept(&self) {
+        Self::cancel_accept(self)
+    }
+
+    fn cancel_notify_disconnect(&self) {
+        Self::cancel_notify_disconnect(self)
+    }
+}
+
+type State = connector::State<Tcp>;
+type Inner = ConnectorState<Tcp>;
 
 /// A connector.
 pub(crate) struct TcpConnector {
@@ -91,14 +120,7 @@ impl TcpConnector {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             shared,
-            inner: Mutex::new(Inner {
-                state: State::Idle,
-                bound: None,
-                local: None,
-                peer: None,
-                peer_private_data: Vec::new(),
-                limits: ReadLimits::default(),
-            }),
+            inner: Mutex::new(Inner::new()),
         })
     }
 
@@ -112,25 +134,10 @@ impl TcpConnector {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether a listener may give this connector a request.
-    pub(crate) fn is_fresh(&self) -> bool {
-        matches!(self.lock().state, State::Idle)
-    }
-
-    /// A listener hands over a request (`GetConnectionRequest` completed).
-    pub(crate) fn set_incoming(&self, inc: Incoming) {
-        let mut g = self.lock();
-        g.local = Some(inc.local);
-        g.peer = Some(inc.peer);
-        g.peer_private_data = inc.request.private_data.clone();
-        g.limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
-        g.state = State::Incoming(inc);
-    }
-
     /// Advance a connection attempt.
     fn drive(&self) {
         let mut g = self.lock();
-        let State::Connecting {
+        let State::Connecting(Connecting {
             sock,
             ov,
             init,
@@ -139,7 +146,7 @@ impl TcpConnector {
             reply,
             deadline,
             ..
-        } = &mut g.state
+        }) = &mut g.state
         else {
             return;
         };
@@ -191,14 +198,14 @@ impl TcpConnector {
         let _ = ov;
         let me: Weak<dyn Source> = self.me.clone();
         self.shared.engine.cancel_timers(&me);
-        let State::Connecting {
+        let State::Connecting(Connecting {
             sock,
             qp,
             ov,
             mut init,
             reply,
             ..
-        } = std::mem::replace(&mut g.state, State::Idle)
+        }) = std::mem::replace(&mut g.state, State::Idle)
         else {
             unreachable!()
         };
@@ -220,12 +227,12 @@ impl TcpConnector {
                     g.peer = sockets::peer_of(&sock);
                     g.local = sockets::local_of(&sock);
                     let leftover = reply[used..].to_vec();
-                    g.state = State::Connected {
+                    g.state = State::Connected(Connected {
                         sock,
                         qp,
                         neg,
                         leftover,
-                    };
+                    });
                     ov.complete(Status::SUCCESS);
                 }
                 Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
@@ -262,6 +269,18 @@ fn peer_limits(req: &ConnectRequest) -> ReadLimits {
     })
 }
 
+impl TakesRequests<Incoming> for TcpConnector {
+    fn is_fresh(&self) -> bool {
+        self.lock().is_fresh()
+    }
+
+    fn set_incoming(&self, inc: Incoming) {
+        let limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
+        let (local, peer, data) = (inc.local, inc.peer, inc.request.private_data.clone());
+        self.lock().set_incoming(inc, local, peer, data, limits);
+    }
+}
+
 impl traits::Connector for TcpConnector {
     fn as_any(&self) -> &dyn Any {
         self
@@ -269,18 +288,8 @@ impl traits::Connector for TcpConnector {
 
     fn bind(&self, addr: SocketAddr) -> Result<()> {
         let mut g = self.lock();
-        match g.state {
-            State::Idle => {}
-            _ => return fail(Status::ADDRESS_ALREADY_ASSOCIATED),
-        }
-        if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
-            return fail(Status::INVALID_ADDRESS);
-        }
-        if let Some((_, a)) = &g.bound {
-            // Re-binding the same address before a retried Connect is allowed (D8, ndmpic).
-            if *a == addr || (addr.port() == 0 && a.ip() == addr.ip()) {
-                return Ok(());
-            }
+        if g.check_bind(addr, crate::is_local(addr.ip()))? {
+            return Ok(());
         }
         let s =
             sockets::stream_for(&addr).map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
@@ -300,25 +309,11 @@ impl traits::Connector for TcpConnector {
         // Validation first, with no state change, so the connector stays usable (D8).
         negotiate::check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
         let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
-        if dest.ip().is_unspecified() {
-            return fail(Status::BAD_NETWORK_NAME);
-        }
-        if dest.port() == 0 {
-            return fail(Status::INVALID_ADDRESS);
-        }
-        if qp.conn() != Conn::Idle {
-            return fail(Status::CONNECTION_ACTIVE);
-        }
+        connector::check_connect_target(dest, qp.conn() == Conn::Idle)?;
         let mut g = self.lock();
-        if !matches!(g.state, State::Idle) {
-            return fail(Status::CONNECTION_ACTIVE);
-        }
-        let (sock, local) = match g.bound.take() {
-            Some((s, a)) if a.is_ipv6() == dest.is_ipv6() => (s, a),
-            Some(b) => {
-                g.bound = Some(b);
-                return fail(Status::INVALID_ADDRESS);
-            }
+        g.check_idle()?;
+        let (sock, local) = match g.take_bound_for(dest)? {
+            Some(b) => b,
             None => {
                 let s = sockets::stream_for(&dest)
                     .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
@@ -366,7 +361,7 @@ impl traits::Connector for TcpConnector {
         let deadline = Instant::now() + self.shared.config.connect_timeout;
         self.shared.engine.add_timer(deadline, self.me.clone());
         g.peer = Some(dest);
-        g.state = State::Connecting {
+        g.state = State::Connecting(Connecting {
             sock: reg,
             qp,
             ov: c,
@@ -375,7 +370,7 @@ impl traits::Connector for TcpConnector {
             sent: 0,
             reply: Vec::new(),
             deadline,
-        };
+        });
         drop(g);
         self.drive();
         Ok(ov)
@@ -383,18 +378,12 @@ impl traits::Connector for TcpConnector {
 
     fn complete_connect(&self) -> Result<Overlapped> {
         let mut g = self.lock();
-        let State::Connected { .. } = g.state else {
-            return fail(Status::CONNECTION_INVALID);
-        };
-        let State::Connected {
+        let Connected {
             sock,
             qp,
             neg,
             leftover,
-        } = std::mem::replace(&mut g.state, State::Done)
-        else {
-            unreachable!()
-        };
+        } = g.take_connected()?;
         qp.establish_active(sock, &neg, &leftover)?;
         g.state = State::Attached(qp);
         Ok(Overlapped::completed(
@@ -412,9 +401,7 @@ impl traits::Connector for TcpConnector {
         negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
         let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
         let mut g = self.lock();
-        let State::Incoming(inc) = &g.state else {
-            return fail(Status::CONNECTION_INVALID);
-        };
+        let inc = g.incoming()?;
         if qp.conn() != Conn::Idle {
             return fail(Status::CONNECTION_ACTIVE);
         }
@@ -432,9 +419,7 @@ impl traits::Connector for TcpConnector {
                 probe: self.shared.config.write_probe,
             },
         );
-        let State::Incoming(inc) = std::mem::replace(&mut g.state, State::Done) else {
-            unreachable!()
-        };
+        let inc = g.take_incoming().expect("checked above");
         if sockets::write_all(&inc.sock, &reply).is_err() {
             return Ok(Overlapped::completed(
                 self.shared.engine.clone(),
@@ -463,99 +448,35 @@ impl traits::Connector for TcpConnector {
 
     fn reject(&self, private_data: &[u8]) -> Result<()> {
         negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
-        let mut g = self.lock();
-        match std::mem::replace(&mut g.state, State::Done) {
-            State::Incoming(inc) => {
-                let reply = handshake::reject(&inc.request, private_data);
-                let _ = sockets::write_all(&inc.sock, &reply);
-                let _ = inc.sock.shutdown(std::net::Shutdown::Write);
-                Ok(())
-            }
-            State::Connected { sock, .. } => {
-                // The active side declines after the Reply: close; the passive Accept then
-                // completes with ND_CONNECTION_REFUSED (D9).
-                let _ = sock.shutdown(std::net::Shutdown::Both);
-                Ok(())
-            }
-            other => {
-                g.state = other;
-                fail(Status::CONNECTION_INVALID)
-            }
-        }
+        self.lock().reject(private_data)
     }
 
     fn get_read_limits(&self) -> Result<ReadLimits> {
-        let g = self.lock();
-        match g.state {
-            State::Incoming(_) | State::Connected { .. } | State::Attached(_) => Ok(g.limits),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().read_limits()
     }
 
     fn private_data(&self) -> Result<Vec<u8>> {
-        let g = self.lock();
-        match g.state {
-            State::Incoming(_) | State::Connected { .. } | State::Attached(_) | State::Done => {
-                Ok(g.peer_private_data.clone())
-            }
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().private_data()
     }
 
     fn get_local_address(&self) -> Result<SocketAddr> {
-        let g = self.lock();
-        match (&g.state, g.local, &g.bound) {
-            (State::Idle, _, Some((_, a))) => Ok(*a),
-            (State::Idle, _, None) | (State::Done, _, _) => fail(Status::CONNECTION_INVALID),
-            (_, Some(a), _) => Ok(a),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().local_address()
     }
 
     fn get_peer_address(&self) -> Result<SocketAddr> {
-        let g = self.lock();
-        match (&g.state, g.peer) {
-            (State::Incoming(_) | State::Connected { .. } | State::Attached(_), Some(p)) => Ok(p),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().peer_address()
     }
 
     fn notify_disconnect(&self) -> Result<Overlapped> {
-        let g = self.lock();
-        match &g.state {
-            State::Attached(qp) => Ok(qp.notify_disconnect()),
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().notify_disconnect()
     }
 
     fn disconnect(&self) -> Result<Overlapped> {
-        let g = self.lock();
-        match &g.state {
-            State::Attached(qp) => {
-                qp.disconnect();
-                Ok(Overlapped::completed(
-                    self.shared.engine.clone(),
-                    Status::SUCCESS,
-                ))
-            }
-            _ => fail(Status::CONNECTION_INVALID),
-        }
+        self.lock().disconnect(self.shared.engine.clone())
     }
 
     fn cancel_overlapped_requests(&self) -> Result<()> {
-        let mut g = self.lock();
-        match std::mem::replace(&mut g.state, State::Idle) {
-            State::Connecting { ov, .. } => {
-                // Abandon the attempt (IND2Connector::Connect remarks).
-                ov.complete(Status::CANCELED);
-            }
-            State::Attached(qp) => {
-                qp.cancel_accept();
-                qp.cancel_notify_disconnect();
-                g.state = State::Attached(qp);
-            }
-            other => g.state = other,
-        }
+        self.lock().cancel_overlapped_requests();
         Ok(())
     }
 }

@@ -33,7 +33,7 @@ mod qp;
 mod sockets;
 mod srq;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use netdirect_spi::traits;
@@ -52,33 +52,8 @@ impl TcpProvider {
     }
 }
 
-/// Every address of this host (loopback included), with port 0.
-pub(crate) fn local_addresses() -> Result<Vec<SocketAddr>> {
-    let mut v: Vec<SocketAddr> = if_addrs::get_if_addrs()
-        .map_err(|_| netdirect_spi::Error::new(Status::INSUFFICIENT_RESOURCES))?
-        .into_iter()
-        .map(|i| SocketAddr::new(i.ip(), 0))
-        .collect();
-    for lo in [
-        IpAddr::from([127, 0, 0, 1]),
-        IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
-    ] {
-        if !v.iter().any(|a| a.ip() == lo) {
-            v.push(SocketAddr::new(lo, 0));
-        }
-    }
-    v.sort_by_key(|a| (a.is_ipv6(), a.ip()));
-    v.dedup();
-    Ok(v)
-}
-
-/// Whether `ip` is served: a local address, or any address in 127.0.0.0/8.
-pub(crate) fn is_local(ip: IpAddr) -> bool {
-    if ip.is_loopback() {
-        return true;
-    }
-    local_addresses().is_ok_and(|l| l.iter().any(|a| a.ip() == ip))
-}
+/// The addresses this adapter serves: the SPI kit's, shared with the other software providers.
+pub(crate) use netdirect_spi::kit::addresses::{is_local, local_addresses};
 
 impl traits::Provider for TcpProvider {
     fn name(&self) -> &'static str {

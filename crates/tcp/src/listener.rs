@@ -3,12 +3,12 @@
 //! takes it with `GetConnectionRequest`.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
+use netdirect_spi::kit::listener::{self, ListenerState, Transport};
+use netdirect_spi::kit::overlapped::Overlapped;
 use netdirect_spi::traits::{self, Connector};
 use netdirect_spi::{fail, Error, Result, Status};
 use netdirect_wire::handshake::{self, ConnectRequest, Responder};
@@ -29,15 +29,18 @@ pub(crate) struct Incoming {
     pub(crate) peer: SocketAddr,
 }
 
-struct Inner {
-    bound: Option<Socket>,
-    listening: Option<Registered<Socket>>,
-    local: Option<SocketAddr>,
-    backlog: usize,
-    handshakes: Vec<Arc<Handshake>>,
-    ready: VecDeque<Incoming>,
-    waiting: VecDeque<(Arc<TcpConnector>, OvCompleter)>,
+/// This provider's side of the kit's listener state.
+pub(crate) enum Tcp {}
+
+impl Transport for Tcp {
+    type Bound = Socket;
+    type Listening = Registered<Socket>;
+    type Handshake = Handshake;
+    type Incoming = Incoming;
+    type Connector = TcpConnector;
 }
+
+type Inner = ListenerState<Tcp>;
 
 /// The listener.
 pub(crate) struct TcpListener {
@@ -59,15 +62,7 @@ impl TcpListener {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             shared,
-            inner: Mutex::new(Inner {
-                bound: None,
-                listening: None,
-                local: None,
-                backlog: 0,
-                handshakes: Vec::new(),
-                ready: VecDeque::new(),
-                waiting: VecDeque::new(),
-            }),
+            inner: Mutex::new(Inner::new()),
         })
     }
 
@@ -117,17 +112,7 @@ impl TcpListener {
     /// A handshake finished: hand the request to the oldest waiting connector, or queue it.
     fn deliver(&self, hs: &Arc<Handshake>, inc: Option<Incoming>) {
         let mut g = self.lock();
-        g.handshakes.retain(|h| !Arc::ptr_eq(h, hs));
-        let Some(inc) = inc else { return };
-        // Requests withdrawn one by one (`Overlapped::cancel`) are skipped, never handed a
-        // connection.
-        g.waiting.retain(|(_, ov)| ov.is_pending());
-        if let Some((conn, ov)) = g.waiting.pop_front() {
-            conn.set_incoming(inc);
-            ov.complete(Status::SUCCESS);
-        } else if g.backlog == 0 || g.ready.len() < g.backlog {
-            g.ready.push_back(inc);
-        } else {
+        if let Some(inc) = g.deliver(hs, inc) {
             // Backlog full: the connecting side sees ND_CONNECTION_REFUSED.
             let reply = handshake::reject(&inc.request, &[]);
             let _ = sockets::write_all(&inc.sock, &reply);
@@ -149,12 +134,7 @@ impl traits::Listener for TcpListener {
 
     fn bind(&self, addr: SocketAddr) -> Result<()> {
         let mut g = self.lock();
-        if g.bound.is_some() || g.listening.is_some() {
-            return fail(Status::ADDRESS_ALREADY_ASSOCIATED);
-        }
-        if !addr.ip().is_unspecified() && !crate::is_local(addr.ip()) {
-            return fail(Status::INVALID_ADDRESS);
-        }
+        g.check_bind(addr, crate::is_local(addr.ip()))?;
         let mut held = held();
         if addr.port() != 0 && held.iter().any(|h| overlaps(h, &addr)) {
             return fail(Status::SHARING_VIOLATION);
@@ -184,12 +164,7 @@ impl traits::Listener for TcpListener {
 
     fn listen(&self, backlog: u32) -> Result<()> {
         let mut g = self.lock();
-        if g.listening.is_some() {
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
-        let Some(s) = g.bound.take() else {
-            return fail(Status::INVALID_DEVICE_STATE);
-        };
+        let s = g.take_bound_for_listen()?;
         // The kernel backlog holds TCP connections; ND's backlog counts requests waiting for
         // GetConnectionRequest, enforced in `deliver`. Backlog 0 means "no limit".
         let kernel_backlog = if backlog == 0 {
@@ -201,7 +176,7 @@ impl traits::Listener for TcpListener {
             g.bound = Some(s);
             return fail(sockets::bind_status(&e));
         }
-        g.backlog = backlog as usize;
+        g.set_backlog(backlog);
         let src: Weak<dyn Source> = self.me.clone();
         let reg = self
             .shared
@@ -224,32 +199,19 @@ impl traits::Listener for TcpListener {
 
     fn get_connection_request(&self, connector: &Arc<dyn Connector>) -> Result<Overlapped> {
         let conn = TcpConnector::downcast(connector).ok_or(Error::invalid_parameter(1))?;
-        if !conn.is_fresh() {
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
+        listener::check_connector(&*conn)?;
         let mut g = self.lock();
-        if g.listening.is_none() {
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
-        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
-        if let Some(inc) = g.ready.pop_front() {
-            conn.set_incoming(inc);
-            c.complete(Status::SUCCESS);
-        } else {
-            c.allow_cancel();
-            g.waiting.push_back((conn, c));
-            drop(g);
-            // A request may already be sitting in the kernel's accept queue.
+        let (ov, wait) = g.get_connection_request(conn, self.shared.engine.clone())?;
+        drop(g);
+        if wait {
+            // A request may already be sitting in the kernel's queue.
             self.accept_all();
         }
         Ok(ov)
     }
 
     fn cancel_overlapped_requests(&self) -> Result<()> {
-        let mut g = self.lock();
-        for (_, c) in g.waiting.drain(..) {
-            c.complete(Status::CANCELED);
-        }
+        self.lock().cancel_overlapped_requests();
         Ok(())
     }
 }
@@ -257,9 +219,7 @@ impl traits::Listener for TcpListener {
 impl Drop for TcpListener {
     fn drop(&mut self) {
         let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        for (_, c) in g.waiting.drain(..) {
-            c.complete(Status::CANCELED);
-        }
+        g.cancel_overlapped_requests();
         if let Some(a) = g.local {
             let mut held = held();
             if let Some(i) = held.iter().position(|h| *h == a) {
@@ -295,7 +255,7 @@ struct HsInner {
 }
 
 /// An accepted TCP connection whose MPA Request is still arriving.
-struct Handshake {
+pub(crate) struct Handshake {
     listener: Weak<TcpListener>,
     inner: Mutex<HsInner>,
 }
@@ -351,12 +311,7 @@ impl Source for Handshake {
             _ => None,
         };
         // Any self-Arc is in the listener's list; look it up to remove it.
-        let hs = me
-            .lock()
-            .handshakes
-            .iter()
-            .find(|h| std::ptr::eq(h.as_ref(), self))
-            .cloned();
+        let hs = me.lock().find_handshake(self);
         if let Some(hs) = hs {
             me.deliver(&hs, inc);
         }

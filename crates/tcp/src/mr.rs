@@ -1,132 +1,32 @@
-//! `IND2MemoryRegion` and `IND2MemoryWindow` for the `tcp` provider.
+//! `IND2MemoryRegion` and `IND2MemoryWindow` for the `tcp` provider: the SPI kit's
+//! [`Region`] and [`Window`] (with the ND rules of Register, Deregister, Bind and
+//! Invalidate), over this provider's adapter state.
 
-use std::any::Any;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
-use netdirect_spi::kit::mr::{RegionSlot, Registration};
-use netdirect_spi::kit::overlapped::Overlapped;
-use netdirect_spi::traits::{MemoryRegion, MemoryWindow};
-use netdirect_spi::{MrFlags, Result};
+use netdirect_spi::kit::adapter::AdapterState;
+use netdirect_spi::kit::mr::{Region, Table};
+use netdirect_spi::kit::mw::Window;
+use netdirect_spi::kit::overlapped::Driver;
 
 use crate::adapter::Shared;
 
-/// A memory region object: empty until `register`. The ND rules live in the kit's
-/// [`RegionSlot`], shared with the other software providers.
-#[derive(Debug)]
-pub(crate) struct TcpMr {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) region: RegionSlot,
-}
+/// A memory region object.
+pub(crate) type TcpMr = Region<Shared>;
 
-impl TcpMr {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self {
-            shared,
-            region: RegionSlot::new(),
-        }
+/// A memory window object.
+pub(crate) type TcpMw = Window<Shared>;
+
+impl AdapterState for Shared {
+    fn registrations(&self) -> &Table {
+        &self.mrs
     }
 
-    /// Recognise one of ours among the SPI objects.
-    pub(crate) fn downcast(mr: &Arc<dyn MemoryRegion>) -> Option<&Self> {
-        mr.as_any().downcast_ref::<Self>()
-    }
-}
-
-impl MemoryRegion for TcpMr {
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn driver(&self) -> Arc<dyn Driver> {
+        self.engine.clone()
     }
 
-    unsafe fn register(
-        &self,
-        buffer: *mut u8,
-        len: usize,
-        flags: MrFlags,
-        keepalive: Option<Arc<dyn Any + Send + Sync>>,
-    ) -> Result<Overlapped> {
-        let s = &self.shared;
-        self.region.register(
-            &s.mrs,
-            s.engine.clone(),
-            s.info.max_registration_size,
-            buffer,
-            len,
-            flags,
-            keepalive,
-        )
-    }
-
-    fn deregister(&self) -> Result<Overlapped> {
-        self.region
-            .deregister(&self.shared.mrs, self.shared.engine.clone())
-    }
-
-    fn get_local_token(&self) -> u32 {
-        self.region.local_token()
-    }
-
-    fn get_remote_token(&self) -> u32 {
-        self.region.remote_token()
-    }
-
-    fn cancel_overlapped_requests(&self) -> Result<()> {
-        // Register completes at once. A pending Deregister has already taken effect (the token
-        // is dead) and only waits for in-flight users of the memory, which cancelling could not
-        // hurry: it is left to complete (R-CANCEL-1 covers notification requests).
-        Ok(())
-    }
-}
-
-impl Drop for TcpMr {
-    fn drop(&mut self) {
-        self.region.release(&self.shared.mrs);
-    }
-}
-
-/// A memory window object: invalid until `QueuePair::bind` binds it over a region; the
-/// binding lives in its registration (kind `Window`, the parent region, the queue pair).
-#[derive(Debug)]
-pub(crate) struct TcpMw {
-    pub(crate) shared: Arc<Shared>,
-    /// The current (or last) binding, and its token. Weak: the table and the queue pair the
-    /// window is bound through hold it; once it is unbound (Invalidate, or the end of that
-    /// connection) nothing keeps it, or its region, alive — the region's Deregister can
-    /// complete. A dead or revoked registration means "not bound".
-    pub(crate) reg: Mutex<Option<(u32, Weak<Registration>)>>,
-}
-
-impl TcpMw {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self {
-            shared,
-            reg: Mutex::new(None),
-        }
-    }
-
-    /// The registration of the window's live binding, if it is bound.
-    pub(crate) fn bound(slot: &Option<(u32, Weak<Registration>)>) -> Option<Arc<Registration>> {
-        slot.as_ref()
-            .and_then(|(_, w)| w.upgrade())
-            .filter(|r| r.is_valid())
-    }
-
-    /// Recognise one of ours among the SPI objects.
-    pub(crate) fn downcast(mw: &Arc<dyn MemoryWindow>) -> Option<&Self> {
-        mw.as_any().downcast_ref::<Self>()
-    }
-}
-
-impl MemoryWindow for TcpMw {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn get_remote_token(&self) -> u32 {
-        // Valid as soon as Bind returns (the binding is made inside the Bind call).
-        self.reg
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or(0, |(token, _)| token.to_be())
+    fn max_registration_size(&self) -> usize {
+        self.info.max_registration_size
     }
 }

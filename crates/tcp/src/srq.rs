@@ -1,182 +1,32 @@
 //! `IND2SharedReceiveQueue` for the `tcp` provider (`nd2/IND2SharedReceiveQueue.md`,
-//! `nd-reference.md` §2.6).
-//!
-//! The Receives live in the SPI kit's [`SrqCore`] (preallocated, FIFO, threshold Notify). A
-//! queue pair created with the SRQ takes the oldest one when the first segment of a Send
-//! arrives and places the message into it exactly as into one of its own Receives; the
-//! completion goes to that queue pair's receive CQ with its context.
+//! `nd-reference.md` §2.6): the SPI kit's [`Srq`], which holds the Receives, their checks and
+//! the list of stalled queue pairs, plugged into this provider's adapter and queue pair.
 //!
 //! # A Send that finds the queue empty
 //!
-//! It must not break the connection (`nd-reference.md` §2.4, CreateQueuePairWithSrq): the
-//! queue pair stops reading its stream (TCP back-pressure reaches the sender) and joins this
-//! queue's list of stalled queue pairs. The next `Receive` posted here takes the oldest
-//! stalled queue pair off the list and drives it on the poster's thread, so the wake-up comes
-//! from the post itself: no polling, no timer. A queue pair still stalled after
-//! `ND_TCP_RNR_TIMEOUT_MS` ends its connection (`qp::rx`, R-QP-7).
+//! The queue pair takes a Receive when the first segment of a Send arrives. When there is
+//! none, it stops reading its stream (TCP back-pressure reaches the sender) and waits on the
+//! queue's stalled list until the next `Receive` posted there drives it
+//! ([`TcpQp::srq_posted`]). A queue pair still stalled after `ND_TCP_RNR_TIMEOUT_MS` ends its
+//! connection (`qp::rx`, R-QP-7).
 
-use std::any::Any;
-use std::collections::VecDeque;
-use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-
-use netdirect_spi::kit::mr::Access;
-use netdirect_spi::kit::overlapped::Overlapped;
-use netdirect_spi::kit::srq::{Seg, SrqCore, TakenReceive};
-use netdirect_spi::traits::SharedReceiveQueue;
-use netdirect_spi::{fail, Result, Sge, Status};
+use netdirect_spi::kit::srq::{Srq, SrqProvider};
 
 use crate::adapter::Shared;
 use crate::qp::TcpQp;
 
-/// A shared receive queue.
-pub(crate) struct TcpSrq {
-    me: Weak<Self>,
-    pub(crate) shared: Arc<Shared>,
-    core: SrqCore,
-    /// Queue pairs holding a Send for want of a Receive, oldest first. Its lock also orders a
-    /// queue pair's "empty, so I wait" against a poster's "posted, so I wake one" (see
-    /// [`TcpSrq::take_or_wait`]).
-    stalled: Mutex<VecDeque<Weak<TcpQp>>>,
-}
+/// A shared receive queue of this provider.
+pub(crate) type TcpSrq = Srq<Tcp>;
 
-impl fmt::Debug for TcpSrq {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpSrq").field("core", &self.core).finish()
-    }
-}
+/// The provider's side of [`Srq`].
+#[derive(Debug)]
+pub(crate) enum Tcp {}
 
-impl TcpSrq {
-    /// A queue of `depth` Receives of at most `max_sge` SGEs (both validated by the caller
-    /// against `ND2_ADAPTER_INFO`), notifying below `notify_threshold` (0: never).
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        depth: u32,
-        max_sge: u32,
-        notify_threshold: u32,
-    ) -> Arc<Self> {
-        let driver = shared.engine.clone();
-        Arc::new_cyclic(|me| Self {
-            me: me.clone(),
-            shared,
-            core: SrqCore::new(depth, max_sge, notify_threshold, driver),
-            stalled: Mutex::new(VecDeque::new()),
-        })
-    }
+impl SrqProvider for Tcp {
+    type Adapter = Shared;
+    type Qp = TcpQp;
 
-    /// Recognise one of ours among the SPI objects.
-    pub(crate) fn downcast(srq: &Arc<dyn SharedReceiveQueue>) -> Option<Arc<Self>> {
-        srq.as_any()
-            .downcast_ref::<Self>()
-            .and_then(|s| s.me.upgrade())
-    }
-
-    /// Most SGEs one Receive may carry.
-    pub(crate) fn max_segs(&self) -> usize {
-        self.core.max_segs()
-    }
-
-    fn lock_stalled(&self) -> MutexGuard<'_, VecDeque<Weak<TcpQp>>> {
-        self.stalled.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Take the oldest Receive into `dst` for `qp`; when there is none, put `qp` on the
-    /// stalled list (once: `listed` says whether it already is) and return `None`.
-    ///
-    /// The fast path takes only the core's lock. The empty case retries under the stalled
-    /// list's lock, which a poster takes after its post: either the retry sees the new Receive
-    /// or the poster sees `qp` on the list.
-    pub(crate) fn take_or_wait(
-        &self,
-        dst: &mut [Seg],
-        qp: &Weak<TcpQp>,
-        listed: &mut bool,
-    ) -> Option<TakenReceive> {
-        if let Some(t) = self.core.take_into(dst) {
-            return Some(t);
-        }
-        let mut stalled = self.lock_stalled();
-        if let Some(t) = self.core.take_into(dst) {
-            return Some(t);
-        }
-        if !*listed {
-            stalled.push_back(qp.clone());
-            *listed = true;
-        }
-        None
-    }
-
-    /// A Receive was posted: drive the oldest stalled queue pairs, on this thread, while
-    /// Receives remain (a queue pair that closed meanwhile takes none, so the next one gets
-    /// its chance).
-    fn wake_stalled(&self) {
-        while self.core.posted() > 0 {
-            let Some(w) = self.lock_stalled().pop_front() else {
-                return;
-            };
-            if let Some(qp) = w.upgrade() {
-                qp.srq_posted();
-            }
-        }
-    }
-}
-
-impl SharedReceiveQueue for TcpSrq {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    /// `Receive`. `ND_DATA_OVERRUN` for more SGEs than `maxRequestSge`, `ND_NO_MORE_ENTRIES`
-    /// when the queue is full, `ND_ACCESS_VIOLATION` (synchronously: the Receive belongs to no
-    /// queue pair yet, so there is no CQ to report it on) when an SGE is not inside a live
-    /// registration allowing local writes.
-    unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
-        if sge.len() > self.core.max_segs() {
-            return fail(Status::DATA_OVERRUN);
-        }
-        let mut segs = [const { Seg::EMPTY }; 64];
-        let n = sge.len().min(segs.len());
-        let mut total = 0u64;
-        for (dst, s) in segs.iter_mut().zip(sge) {
-            let reg = self.shared.mrs.lookup(s.memory_region_token).filter(|r| {
-                r.check(
-                    s.buffer as usize as u64,
-                    u64::from(s.buffer_length),
-                    Access::LocalWrite,
-                )
-                .is_ok()
-            });
-            let Some(reg) = reg else {
-                return fail(Status::ACCESS_VIOLATION);
-            };
-            *dst = Seg {
-                addr: s.buffer as usize as u64,
-                len: s.buffer_length,
-                reg: Some(reg),
-            };
-            total += u64::from(s.buffer_length);
-        }
-        let segs = &mut segs[..n];
-        self.core
-            .post(context, total, segs.iter_mut().map(std::mem::take))?;
-        self.wake_stalled();
-        Ok(())
-    }
-
-    fn modify(&self, depth: u32, notify_threshold: u32) -> Result<()> {
-        self.core.modify(depth, notify_threshold)
-    }
-
-    fn notify(&self) -> Result<Overlapped> {
-        Ok(self.core.notify())
-    }
-
-    fn get_notify_affinity(&self) -> Result<(u16, usize)> {
-        Ok(crate::cq::notify_affinity())
-    }
-
-    fn cancel_overlapped_requests(&self) -> Result<()> {
-        self.core.cancel_overlapped_requests();
-        Ok(())
+    fn srq_posted(qp: &TcpQp) {
+        qp.srq_posted();
     }
 }

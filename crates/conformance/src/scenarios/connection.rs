@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use netdirect::{OpFlags, ReadLimits, Status};
 
 use super::{
-    any_port, check_private_data, client_bye, client_pd, client_side, server_bye, server_pd,
-    server_side, BYE,
+    any_port, await_request, check_private_data, client_bye, client_pd, client_side, server_bye,
+    server_pd, server_side, BYE,
 };
 use crate::check::{
     expect_completed, expect_pending, expect_status, next_results, show, wait_ok, wait_status,
@@ -27,12 +27,7 @@ const ACCEPT_CALLEE_PD: usize = 36;
 
 pub(super) fn accept_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, laddr) = await_request(ctx, &side)?;
 
     // ndmpic: GetPeerAddress works on the passive connector before Accept (§2.10).
     let peer = side
@@ -224,12 +219,7 @@ pub(super) fn accept_client(ctx: &Ctx) -> Check {
 
 pub(super) fn reject_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     check_private_data(&side.connector, &client_pd(16), "the client's private data")?;
     let max = side.info.max_callee_data as usize;
     // Too much private data: synchronous ND_INVALID_BUFFER_SIZE, no state change (§2.10).
@@ -283,12 +273,7 @@ pub(super) fn reject_client(ctx: &Ctx) -> Check {
 
 pub(super) fn active_reject_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     side.recv(1, &[0..64]).ctx("post Receive")?;
     let aov = side
         .connector
@@ -361,12 +346,7 @@ pub(super) fn refused_client(ctx: &Ctx) -> Check {
 
 pub(super) fn oversize_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     // Both ends run the same provider, so the client's MaxCallerData is ours.
     let caller = side.info.max_caller_data as usize;
     let callee = side.info.max_callee_data as usize;
@@ -426,12 +406,7 @@ pub(super) fn oversize_client(ctx: &Ctx) -> Check {
 
 pub(super) fn read_limits_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     // §2.10: the passive side sees in = peer ORD (8), out = peer IRD (4).
     ensure_eq!(
         side.connector

@@ -4,12 +4,12 @@ use std::ops::Range;
 
 use netdirect::{OpFlags, Status};
 
-use super::{any_port, client_side, server_side};
+use super::{await_request, client_side, server_side};
 use crate::check::{
     expect_bytes, expect_empty, expect_pending, expect_results, next_results, pattern, wait_ok,
     Check, Context, Expect,
 };
-use crate::side::{listen, Ctx, Side, SideConfig};
+use crate::side::{Ctx, Side, SideConfig};
 
 const MIB: usize = 1 << 20;
 /// Sends read from `[0, RECV_AREA)`, Receives write `[RECV_AREA, 2 * RECV_AREA)`.
@@ -164,12 +164,7 @@ fn receive_all(side: &Side, dir: u64) -> Check {
 pub(super) fn send_receive_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, config())?;
     post_receives(&side, C2S)?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     let aov = side.connector.accept(&side.qp, 0, 0, &[]).ctx("Accept")?;
     wait_ok(&aov, "Accept")?;
     // iWARP: the passive side waits for a Receive to complete before it Sends (§2.9).

@@ -9,7 +9,7 @@ mod teardown;
 use std::fmt;
 use std::net::SocketAddr;
 
-use netdirect::{Connector, OpFlags, Status};
+use netdirect::{Connector, Listener, OpFlags, Status};
 
 use crate::check::{
     expect_bytes, expect_pending, expect_status, next_results, wait_ok, Check, Context, Expect,
@@ -289,6 +289,20 @@ fn client_side(ctx: &Ctx, cfg: SideConfig) -> Check<Side> {
 /// The listener address for a server: the given IP, port 0.
 fn any_port(ctx: &Ctx) -> SocketAddr {
     SocketAddr::new(ctx.addr.ip(), 0)
+}
+
+/// The passive side's opening: listen on an ephemeral port of the run's IP (backlog 4),
+/// announce it to the client, and wait for the client's connection request on `side`'s
+/// connector. The caller keeps the listener for as long as the scenario needs it; the
+/// address is the one announced.
+fn await_request(ctx: &Ctx, side: &Side) -> Check<(Listener, SocketAddr)> {
+    let (listener, laddr) = crate::side::listen(&side.adapter, any_port(ctx), 4)?;
+    ctx.announce_listening(laddr);
+    let ov = listener
+        .get_connection_request(&side.connector)
+        .ctx("GetConnectionRequest")?;
+    wait_ok(&ov, "GetConnectionRequest")?;
+    Ok((listener, laddr))
 }
 
 /// The private data the client's Connect carries.

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use netdirect::{MrFlags, OpFlags, RequestType, Status};
 
-use super::{any_port, client_bye, client_side, server_bye, server_side};
+use super::{any_port, await_request, client_bye, client_side, server_bye, server_side};
 use crate::check::{
     expect_bytes, expect_empty, expect_results, expect_status, fast_pattern, next_results, wait_ok,
     Check, Context, Expect,
@@ -171,12 +171,7 @@ pub(crate) fn write_read_server(ctx: &Ctx) -> Check {
     let rmr = side.register_again(MrFlags::ALLOW_REMOTE_READ | MrFlags::ALLOW_REMOTE_WRITE)?;
     post_msg(&side, 0, VERIFY)?;
     side.recv(super::BYE, &[]).ctx("post bye Receive")?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     let aov = side.connector.accept(&side.qp, 8, 4, &[]).ctx("Accept")?;
     wait_ok(&aov, "Accept")?;
     let area = Area {
@@ -427,12 +422,7 @@ pub(crate) fn read_fence_server(ctx: &Ctx) -> Check {
     post_msg(&side, 0, 0xF1)?;
     post_msg(&side, 1, 0xF2)?;
     side.recv(super::BYE, &[]).ctx("post bye Receive")?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     let aov = side.connector.accept(&side.qp, 4, 0, &[]).ctx("Accept")?;
     wait_ok(&aov, "Accept")?;
     let area = Area {
@@ -521,12 +511,7 @@ pub(crate) fn read_limits_server(ctx: &Ctx) -> Check {
     // SAFETY: nothing is posted yet.
     unsafe { side.write(&[0..MIB], &fast_pattern(0x11D, MIB)) };
     side.recv(super::BYE, &[]).ctx("post bye Receive")?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     let l = side.connector.get_read_limits().ctx("GetReadLimits")?;
     ensure_eq!(
         (l.inbound, l.outbound),
@@ -627,12 +612,7 @@ pub(crate) fn windows_server(ctx: &Ctx) -> Check {
     let region = side.register_again(MrFlags::ALLOW_LOCAL_WRITE)?;
     post_msg(&side, 0, 0xD1)?;
     post_msg(&side, 1, 0xD2)?;
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, &side)?;
     let aov = side.connector.accept(&side.qp, 2, 0, &[]).ctx("Accept")?;
     wait_ok(&aov, "Accept")?;
     let q = side.qp_context;

@@ -18,7 +18,7 @@ use netdirect::{
     CompletionQueue, Connector, NdResult, NotifyType, OpFlags, QueuePair, RequestType, Status,
 };
 
-use super::{any_port, client_side, server_side};
+use super::{any_port, await_request, client_side, server_side};
 use crate::check::{
     expect_bytes, expect_empty, expect_status, fail, next_results, pattern, wait_ok, Check,
     Context, Expect, WAIT,
@@ -41,12 +41,7 @@ fn short_rnr_bound() {
 }
 
 fn serve_one(ctx: &Ctx, side: &Side) -> Check {
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, side)?;
     let aov = side.connector.accept(&side.qp, 0, 0, &[]).ctx("Accept")?;
     wait_ok(&aov, "Accept")
 }

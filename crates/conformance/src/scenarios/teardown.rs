@@ -5,22 +5,17 @@ use std::time::Duration;
 
 use netdirect::{NotifyType, OpFlags, Status};
 
-use super::{any_port, client_side, server_side};
+use super::{await_request, client_side, server_side};
 use crate::check::{
     expect_empty, expect_pending, expect_results, next_results, show, wait_ok, Check, Context,
     Expect,
 };
 use crate::ensure;
-use crate::side::{listen, Ctx, Side, SideConfig};
+use crate::side::{Ctx, Side, SideConfig};
 
 /// Accept one connection with `pre_accept` run between GetConnectionRequest and Accept.
 fn serve(ctx: &Ctx, side: &Side, pre_accept: impl FnOnce(&Side) -> Check) -> Check {
-    let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    ctx.announce_listening(laddr);
-    let ov = listener
-        .get_connection_request(&side.connector)
-        .ctx("GetConnectionRequest")?;
-    wait_ok(&ov, "GetConnectionRequest")?;
+    let (_listener, _) = await_request(ctx, side)?;
     pre_accept(side)?;
     let aov = side.connector.accept(&side.qp, 0, 0, &[]).ctx("Accept")?;
     wait_ok(&aov, "Accept")

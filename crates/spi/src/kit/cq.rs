@@ -36,6 +36,11 @@ struct Inner {
     triggers: Triggers,
     /// The strongest armed notification type, if any.
     armed: Option<NotifyType>,
+    /// A Notify was armed and no `get_results` has found the queue empty since: if it is ANY
+    /// (still armed), the next one that does need not drive I/O (see
+    /// [`CqCore::get_results`]). Not for SOLICITED or ERRORS: an application that waits for
+    /// those polls to take the other completions, and a poll should find what arrived.
+    fresh_arm: bool,
     waiters: PendingRequests<()>,
     /// Notify requests' allocations, reused once the application let go of them.
     recycler: OvRecycler,
@@ -75,6 +80,7 @@ impl CqCore {
                 overrun: false,
                 triggers: Triggers::default(),
                 armed: None,
+                fresh_arm: false,
                 waiters: PendingRequests::new(),
                 recycler: OvRecycler::new(),
             }),
@@ -155,20 +161,35 @@ impl CqCore {
     /// `GetResults`: move up to `out.len()` completions into `out`; returns how many.
     ///
     /// When the queue is empty this first drives the attached queue pairs' I/O (non-blocking),
-    /// so a caller that polls makes progress itself.
+    /// so a caller that polls makes progress itself — except once per arming: the first call
+    /// that finds the queue empty after a Notify(ANY) was armed (while it is still pending)
+    /// reports nothing without driving. That call is the re-poll a blocking application makes
+    /// between arming and sleeping (the race-free order, nd-reference §2.5 "Race rule"), and
+    /// whatever wait follows makes the progress the drive would have made: a
+    /// `Driver::wait_for` drives before it sleeps or sleeps on every descriptor the drive
+    /// would read, `GetOverlappedResult(false)` and a polled future drive, and an event loop
+    /// on the adapter's descriptor sees it readable. What the drive would find is processed
+    /// then, and fires the Notify, so here it would only cost a system call that says
+    /// `EAGAIN`. The race rule is about *completions*, which this reports in full; bytes not
+    /// yet read from a socket are none yet. An application that arms and then keeps polling
+    /// still makes progress: only that one call skips the drive.
     pub fn get_results(&self, out: &mut [NdResult]) -> usize {
         if out.is_empty() {
             return 0;
         }
-        let n = self.take(out);
-        if n > 0 {
+        let (n, drive) = self.take(out, true);
+        if n > 0 || !drive {
             return n;
         }
         self.progress();
-        self.take(out)
+        self.take(out, false).0
     }
 
-    fn take(&self, out: &mut [NdResult]) -> usize {
+    /// Move queued completions into `out`. Also says whether the caller should drive I/O
+    /// and look again (`first`: this is the first look of a `get_results`): when nothing was
+    /// queued, unless this is the first empty look since a Notify(ANY) still pending was
+    /// armed (see [`CqCore::get_results`]).
+    fn take(&self, out: &mut [NdResult], first: bool) -> (usize, bool) {
         let mut i = self.lock();
         let n = out.len().min(i.entries.len());
         for (slot, r) in out.iter_mut().zip(i.entries.drain(..n)) {
@@ -178,7 +199,9 @@ impl CqCore {
             // A short poll reported everything queued: later entries must fire the next Notify.
             i.triggers = Triggers::default();
         }
-        n
+        let drive = first && n == 0;
+        let skip = drive && std::mem::take(&mut i.fresh_arm) && i.armed == Some(NotifyType::Any);
+        (n, drive && !skip)
     }
 
     /// `Notify`: arm the queue. Completes at once when an entry that qualifies arrived after the
@@ -213,6 +236,7 @@ impl CqCore {
         }
         c.allow_cancel();
         i.waiters.push((), c);
+        i.fresh_arm = true;
         ov
     }
 
@@ -374,6 +398,64 @@ mod tests {
             prev = Some(ov);
         }
         drop(prev);
+    }
+
+    /// Counts the drives `get_results` makes.
+    #[derive(Default)]
+    struct Counter(std::sync::atomic::AtomicUsize);
+    impl ProgressSource for Counter {
+        fn progress(&self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn first_poll_after_arming_does_not_drive() {
+        let cq = CqCore::new(8, Arc::new(NullDriver));
+        let qp = Arc::new(Counter::default());
+        let weak: Weak<dyn ProgressSource> = Arc::downgrade(&qp) as _;
+        cq.attach(weak);
+        let drives = || qp.0.load(std::sync::atomic::Ordering::Relaxed);
+        let mut out = [NdResult::EMPTY; 4];
+        assert_eq!(cq.get_results(&mut out), 0);
+        assert_eq!(drives(), 1, "an empty poll drives I/O");
+        let ov = cq.notify(NotifyType::Any);
+        assert_eq!(cq.get_results(&mut out), 0);
+        assert_eq!(drives(), 1, "the re-poll after arming does not");
+        assert_eq!(cq.get_results(&mut out), 0);
+        assert_eq!(
+            drives(),
+            2,
+            "later polls drive again (an app that only polls progresses)"
+        );
+        // What is queued is always reported, also by the first poll after arming.
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert_eq!(ov.try_result(), Some(Ok(())));
+        let ov = cq.notify(NotifyType::Any);
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert!(ov.is_complete());
+        let ov = cq.notify(NotifyType::Any);
+        assert!(!ov.is_complete());
+        assert_eq!(
+            cq.get_results(&mut out),
+            2,
+            "queued entries, reported at once"
+        );
+        assert_eq!(drives(), 2);
+        assert_eq!(cq.get_results(&mut out), 0);
+        assert_eq!(
+            drives(),
+            2,
+            "the first empty poll since arming skips the drive"
+        );
+        assert_eq!(cq.get_results(&mut out), 0);
+        assert_eq!(drives(), 3, "one skip per arm");
+        // A Notify that already fired, or was canceled, lets the next poll drive.
+        let ov = cq.notify(NotifyType::Any);
+        cq.cancel_overlapped_requests();
+        assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
+        assert_eq!(cq.get_results(&mut out), 0);
+        assert_eq!(drives(), 4);
     }
 
     #[test]

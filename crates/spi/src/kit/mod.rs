@@ -1,9 +1,19 @@
 //! Building blocks shared by the software providers (`tcp`, `shm`): the overlapped-request
-//! model, a completion queue, and the registration table with its access checks. A provider
-//! built on hardware (verbs) would not need them; they sit beside the SPI, not inside it.
+//! model, a completion queue, the registration table with its access checks, and the
+//! transport-independent halves of the ND objects (memory region and window, shared receive
+//! queue, connector and listener state), each generic over the little its provider plugs in.
+//! A provider built on hardware (verbs) would not need them; they sit beside the SPI, not
+//! inside it.
 
+pub mod adapter;
+pub mod addresses;
+pub mod affinity;
+pub mod config;
+pub mod connector;
 pub mod cq;
+pub mod listener;
 pub mod mr;
+pub mod mw;
 pub mod negotiate;
 pub mod overlapped;
 pub mod srq;

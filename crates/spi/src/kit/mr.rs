@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::kit::overlapped::{Driver, OvCompleter, Overlapped};
 use crate::{MrFlags, Status};
 
+mod region;
+pub use region::Region;
+
 /// What a remote access needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {

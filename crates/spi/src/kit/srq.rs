@@ -13,6 +13,9 @@ use crate::kit::mr::Registration;
 use crate::kit::overlapped::{Driver, Overlapped, PendingRequests};
 use crate::{Error, Result, Status};
 
+mod object;
+pub use object::{Srq, SrqProvider, MAX_SRQ_SGE};
+
 /// One validated scatter/gather element: an absolute address range and the registration that
 /// keeps its memory alive while the request is outstanding.
 #[derive(Debug, Clone, Default)]

@@ -50,11 +50,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
 use netdirect_spi::kit::cq::{CqCore, ProgressSource, PushKind};
-use netdirect_spi::kit::mr::{Access, AccessError, Kind, NewRegistration, Registration};
+use netdirect_spi::kit::mr::{Access, AccessError, Registration};
+use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
 use netdirect_spi::kit::srq::Seg as SrqSeg;
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
-use netdirect_spi::{fail, Error, MrFlags, NdResult, OpFlags, RequestType, Result, Sge, Status};
+use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
 use netdirect_wire::fpdu::SegmentHeader;
 use netdirect_wire::handshake::{Negotiated, Rtr};
 use netdirect_wire::rdmap::{ReadRequest, TermError, Terminate};
@@ -64,7 +65,6 @@ use socket2::Socket;
 use crate::adapter::Shared;
 use crate::cq::TcpCq;
 use crate::engine::{Source, Stream};
-use crate::mr::{TcpMr, TcpMw};
 use crate::protect::ExpectedResponse;
 use crate::srq::TcpSrq;
 use queue::{Seg, WrQueue};
@@ -361,11 +361,7 @@ impl TcpQp {
         let icq = TcpCq::downcast(&cfg.initiator_cq).ok_or(Error::invalid_parameter(3))?;
         // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
         let srq = match &cfg.srq {
-            Some(s) => Some(
-                TcpSrq::downcast(s)
-                    .filter(|s| Arc::ptr_eq(&s.shared, &shared))
-                    .ok_or(Error::invalid_parameter(4))?,
-            ),
+            Some(s) => Some(TcpSrq::downcast_on(s, &shared).ok_or(Error::invalid_parameter(4))?),
             None => None,
         };
         // With an SRQ, `rq` holds only the Receive taken for the message being received.
@@ -915,12 +911,7 @@ impl TcpQp {
 
     /// Unbind a window registration (idempotent): its token dies, its region is free again.
     fn unbind(&self, w: &Registration) {
-        if w.revoke() {
-            self.shared.mrs.remove(w.token);
-            if let Some(p) = &w.parent {
-                p.bound_windows.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
+        mw::unbind(&self.shared.mrs, w);
     }
 
     /// The connection is gone (peer closed, reset, or a local I/O error). A peer that only
@@ -1203,19 +1194,8 @@ impl TcpQp {
         len: usize,
         flags: OpFlags,
     ) -> Result<()> {
-        let allowed = OpFlags::SILENT_SUCCESS
-            | OpFlags::READ_FENCE
-            | OpFlags::ALLOW_READ
-            | OpFlags::ALLOW_WRITE;
-        if !allowed.contains(flags) {
-            return Err(Error::invalid_parameter(6));
-        }
-        let mr = TcpMr::downcast(region)
-            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
-            .ok_or(Error::invalid_parameter(2))?;
-        let mw = TcpMw::downcast(window)
-            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
-            .ok_or(Error::invalid_parameter(3))?;
+        // The order of the checks is the kit's (`kit::mw` module docs).
+        let (region, window) = mw::bind_objects(&self.shared, region, window, flags)?;
         let mut g = self.lock();
         if g.conn == Conn::Idle {
             return fail(Status::CONNECTION_INVALID);
@@ -1225,24 +1205,8 @@ impl TcpQp {
         }
         // The region's lock is held until the window is bound: a concurrent Deregister then
         // either sees the window (ND_DEVICE_BUSY) or has already taken the registration.
-        let slot = mr.region.lock();
-        let Some(parent) = slot.as_ref().filter(|r| r.is_valid()) else {
-            return fail(Status::ACCESS_VIOLATION);
-        };
-        // ND_OP_FLAG_ALLOW_WRITE requires a region with ND_MR_FLAG_ALLOW_LOCAL_WRITE
-        // (IND2QueuePair::Bind); the region's remote flags do not matter (R-MW-1).
-        if flags.contains(OpFlags::ALLOW_WRITE)
-            && !parent.flags.contains(MrFlags::ALLOW_LOCAL_WRITE)
-        {
-            return fail(Status::ACCESS_VIOLATION);
-        }
-        // The window must lie entirely within the region.
-        let base = buffer as usize as u64;
-        if parent.check(base, len as u64, Access::LocalRead).is_err()
-            || (len == 0 && (base < parent.base as u64 || base > (parent.base + parent.len) as u64))
-        {
-            return fail(Status::ACCESS_VIOLATION);
-        }
+        let slot = region.slot().lock();
+        let parent = mw::bind_parent(&slot, buffer, len, flags)?;
         let wr = SendWr::new(context, TxKind::Bind, flags, 0);
         if g.conn == Conn::Closed {
             drop(slot);
@@ -1250,31 +1214,7 @@ impl TcpQp {
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
-        let mut cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
-        if TcpMw::bound(&cur).is_some() {
-            // A window is bound to one queue pair at a time; Invalidate it first.
-            return fail(Status::INVALID_DEVICE_STATE);
-        }
-        // D11: flags 0 binds a window the peer can neither read nor write.
-        let mut rights = MrFlags::empty();
-        if flags.contains(OpFlags::ALLOW_READ) {
-            rights |= MrFlags::ALLOW_REMOTE_READ;
-        }
-        if flags.contains(OpFlags::ALLOW_WRITE) {
-            rights |= MrFlags::ALLOW_REMOTE_WRITE;
-        }
-        let reg = self.shared.mrs.insert(NewRegistration {
-            base: buffer as usize,
-            len,
-            flags: rights,
-            kind: Kind::Window,
-            parent: Some(parent.clone()),
-            keepalive: None,
-        });
-        reg.bound_qp.store(self.id, Ordering::Release);
-        parent.bound_windows.fetch_add(1, Ordering::AcqRel);
-        *cur = Some((reg.token, Arc::downgrade(&reg)));
-        drop(cur);
+        let reg = window.bind(parent, buffer, len, flags, self.id)?;
         drop(slot);
         g.windows.push(reg);
         g.sq.push(wr, std::iter::empty());
@@ -1291,12 +1231,7 @@ impl TcpQp {
         window: &Arc<dyn MemoryWindow>,
         flags: OpFlags,
     ) -> Result<()> {
-        if !(OpFlags::SILENT_SUCCESS | OpFlags::READ_FENCE).contains(flags) {
-            return Err(Error::invalid_parameter(3));
-        }
-        let mw = TcpMw::downcast(window)
-            .filter(|m| Arc::ptr_eq(&m.shared, &self.shared))
-            .ok_or(Error::invalid_parameter(2))?;
+        let window = mw::invalidate_object(&self.shared, window, flags)?;
         let mut g = self.lock();
         if g.conn == Conn::Idle {
             return fail(Status::CONNECTION_INVALID);
@@ -1310,17 +1245,12 @@ impl TcpQp {
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
-        let cur = mw.reg.lock().unwrap_or_else(|e| e.into_inner());
-        match TcpMw::bound(&cur) {
-            Some(r) if r.bound_qp.load(Ordering::Acquire) == self.id => {
-                self.unbind(&r);
-                g.windows.retain(|w| !Arc::ptr_eq(w, &r));
-            }
+        match window.unbind_from(self.id) {
+            Some(r) => g.windows.retain(|w| !Arc::ptr_eq(w, &r)),
             // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
             // another queue pair).
-            _ => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
+            None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
         }
-        drop(cur);
         g.sq.push(wr, std::iter::empty());
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);

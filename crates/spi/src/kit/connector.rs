@@ -1,0 +1,491 @@
+//! The state of a software provider's `IND2Connector` (`nd2/IND2Connector.md`,
+//! `nd-reference.md` §2.10) and the rules that do not depend on the transport: which calls
+//! are valid in which state, and what the accessors report.
+//!
+//! A provider keeps a [`ConnectorState`] under its connector's lock and plugs in, through
+//! [`Transport`], what each state holds on its transport (a socket, a handshake in progress,
+//! a request from a listener) and how a pending request is rejected or abandoned.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::kit::overlapped::{Driver, Overlapped};
+use crate::{fail, ReadLimits, Result, Status};
+
+/// What a provider's connector holds in each state.
+pub trait Transport: 'static {
+    /// What `Bind` prepares for the next Connect (a socket holding the local port).
+    type Bound;
+    /// An active connection attempt (it owns the pending Connect request).
+    type Connecting;
+    /// Active side: the peer accepted; what `CompleteConnect` hands to the queue pair.
+    type Connected;
+    /// Passive side: a connection request a listener delivered.
+    type Incoming;
+    /// The queue pair that carries the connection once attached.
+    type Qp: AttachedQp;
+
+    /// `CancelOverlappedRequests` during an attempt: abandon it, completing its Connect with
+    /// `ND_CANCELED` (IND2Connector::Connect remarks).
+    fn abandon(attempt: Self::Connecting);
+    /// `Reject` on the passive side: send the refusal with `private_data`, best effort.
+    fn reject_incoming(incoming: Self::Incoming, private_data: &[u8]);
+    /// `Reject` on the active side after the peer accepted: close, so that the passive
+    /// Accept completes with `ND_CONNECTION_REFUSED` (`nd-reference.md` D9).
+    fn decline(connected: Self::Connected);
+}
+
+/// What the connector asks of its queue pair once the connection is attached.
+pub trait AttachedQp {
+    /// `NotifyDisconnect`: completes when the connection goes down.
+    fn notify_disconnect(&self) -> Overlapped;
+    /// `Disconnect`: tear the connection down.
+    fn disconnect(&self);
+    /// Complete a pending passive Accept with `ND_CANCELED`.
+    fn cancel_accept(&self);
+    /// Complete a pending NotifyDisconnect with `ND_CANCELED`.
+    fn cancel_notify_disconnect(&self);
+}
+
+/// Where a connector is.
+pub enum State<T: Transport> {
+    /// Fresh (or bound with `Bind`): may Connect, or receive a request from a listener.
+    Idle,
+    /// Connect in progress.
+    Connecting(T::Connecting),
+    /// Active side: the peer accepted; waiting for CompleteConnect or Reject.
+    Connected(T::Connected),
+    /// Passive side: a request arrived; waiting for Accept or Reject.
+    Incoming(T::Incoming),
+    /// The queue pair carries the connection.
+    Attached(Arc<T::Qp>),
+    /// Rejected (either way) or failed: the connector cannot connect again.
+    Done,
+}
+
+impl<T: Transport> fmt::Debug for State<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Idle => "Idle",
+            Self::Connecting(_) => "Connecting",
+            Self::Connected(_) => "Connected",
+            Self::Incoming(_) => "Incoming",
+            Self::Attached(_) => "Attached",
+            Self::Done => "Done",
+        })
+    }
+}
+
+/// A connector's state and what its accessors report.
+pub struct ConnectorState<T: Transport> {
+    /// Where the connector is.
+    pub state: State<T>,
+    /// What `Bind` prepared and the address it bound, used by the next Connect.
+    pub bound: Option<(T::Bound, SocketAddr)>,
+    /// `GetLocalAddress` once connecting or connected.
+    pub local: Option<SocketAddr>,
+    /// `GetPeerAddress`.
+    pub peer: Option<SocketAddr>,
+    /// `GetPrivateData`: what the peer sent with its request, Accept or Reject.
+    pub peer_private_data: Vec<u8>,
+    /// `GetReadLimits`, from this side's point of view.
+    pub limits: ReadLimits,
+}
+
+impl<T: Transport> fmt::Debug for ConnectorState<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectorState")
+            .field("state", &self.state)
+            .field("local", &self.local)
+            .field("peer", &self.peer)
+            .finish()
+    }
+}
+
+impl<T: Transport> Default for ConnectorState<T> {
+    fn default() -> Self {
+        Self {
+            state: State::Idle,
+            bound: None,
+            local: None,
+            peer: None,
+            peer_private_data: Vec::new(),
+            limits: ReadLimits::default(),
+        }
+    }
+}
+
+/// `Connect`'s destination and queue pair, checked before any state changes so the connector
+/// stays usable (D8): `ND_BAD_NETWORK_NAME` for an unspecified address (NdInvalidIP),
+/// `ND_INVALID_ADDRESS` for port 0, `ND_CONNECTION_ACTIVE` for a queue pair not idle.
+pub fn check_connect_target(dest: SocketAddr, qp_idle: bool) -> Result<()> {
+    if dest.ip().is_unspecified() {
+        return fail(Status::BAD_NETWORK_NAME);
+    }
+    if dest.port() == 0 {
+        return fail(Status::INVALID_ADDRESS);
+    }
+    if !qp_idle {
+        return fail(Status::CONNECTION_ACTIVE);
+    }
+    Ok(())
+}
+
+impl<T: Transport> ConnectorState<T> {
+    /// A fresh connector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether a listener may give this connector a request.
+    pub fn is_fresh(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    /// A listener hands over a request (`GetConnectionRequest` completed): the accessors
+    /// report its addresses, private data and `limits` (the passive view, R-rules of
+    /// [`crate::kit::negotiate::passive_view`]).
+    pub fn set_incoming(
+        &mut self,
+        incoming: T::Incoming,
+        local: SocketAddr,
+        peer: SocketAddr,
+        private_data: Vec<u8>,
+        limits: ReadLimits,
+    ) {
+        self.local = Some(local);
+        self.peer = Some(peer);
+        self.peer_private_data = private_data;
+        self.limits = limits;
+        self.state = State::Incoming(incoming);
+    }
+
+    /// `Bind`'s checks: `ND_ADDRESS_ALREADY_ASSOCIATED` unless idle (NdDualConnection),
+    /// `ND_INVALID_ADDRESS` for an address of another host. `Ok(true)` when the connector is
+    /// already bound to `addr` (or to its IP, for port 0): re-binding before a retried
+    /// Connect is allowed and changes nothing (D8, ndmpic).
+    pub fn check_bind(&self, addr: SocketAddr, is_local: bool) -> Result<bool> {
+        if !self.is_fresh() {
+            return fail(Status::ADDRESS_ALREADY_ASSOCIATED);
+        }
+        if !addr.ip().is_unspecified() && !is_local {
+            return fail(Status::INVALID_ADDRESS);
+        }
+        Ok(matches!(&self.bound, Some((_, a))
+            if *a == addr || (addr.port() == 0 && a.ip() == addr.ip())))
+    }
+
+    /// `Connect` under the lock: `ND_CONNECTION_ACTIVE` unless idle.
+    pub fn check_idle(&self) -> Result<()> {
+        if !self.is_fresh() {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        Ok(())
+    }
+
+    /// What `Bind` prepared, for a Connect to `dest` (`None`: the provider binds an ephemeral
+    /// port, R-CONN-1). `ND_INVALID_ADDRESS`, keeping the binding, when it is of the other
+    /// address family.
+    pub fn take_bound_for(&mut self, dest: SocketAddr) -> Result<Option<(T::Bound, SocketAddr)>> {
+        match self.bound.take() {
+            Some(b) if b.1.is_ipv6() != dest.is_ipv6() => {
+                self.bound = Some(b);
+                fail(Status::INVALID_ADDRESS)
+            }
+            b => Ok(b),
+        }
+    }
+
+    /// `CompleteConnect`: the accepted connection, for the provider to attach to its queue
+    /// pair (the state is `Done` until it sets `Attached`). `ND_CONNECTION_INVALID` unless the
+    /// peer accepted and the connector is waiting for this call.
+    pub fn take_connected(&mut self) -> Result<T::Connected> {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Connected(c) => Ok(c),
+            other => {
+                self.state = other;
+                fail(Status::CONNECTION_INVALID)
+            }
+        }
+    }
+
+    /// `Accept`: the request waiting for an answer; `ND_CONNECTION_INVALID` when there is
+    /// none.
+    pub fn incoming(&self) -> Result<&T::Incoming> {
+        match &self.state {
+            State::Incoming(inc) => Ok(inc),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    /// `Accept`, once every check passed: take the request (the state is `Done` until the
+    /// provider sets `Attached`: a failure past this point leaves the connector spent).
+    pub fn take_incoming(&mut self) -> Option<T::Incoming> {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Incoming(inc) => Some(inc),
+            other => {
+                self.state = other;
+                None
+            }
+        }
+    }
+
+    /// `Reject`: refuse a request ([`Transport::reject_incoming`]) or, on the active side,
+    /// decline the peer's acceptance ([`Transport::decline`]); either way the connector is
+    /// done. `ND_CONNECTION_INVALID` in any other state, which is then unchanged.
+    pub fn reject(&mut self, private_data: &[u8]) -> Result<()> {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Incoming(inc) => T::reject_incoming(inc, private_data),
+            State::Connected(c) => T::decline(c),
+            other => {
+                self.state = other;
+                return fail(Status::CONNECTION_INVALID);
+            }
+        }
+        Ok(())
+    }
+
+    /// `GetReadLimits` (`nd-reference.md` §2.10): valid from the request's arrival (passive)
+    /// or the peer's Accept (active) on; `ND_CONNECTION_INVALID` otherwise.
+    pub fn read_limits(&self) -> Result<ReadLimits> {
+        match self.state {
+            State::Incoming(_) | State::Connected(_) | State::Attached(_) => Ok(self.limits),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    /// `GetPrivateData`: as [`Self::read_limits`], and also after a Reject (the rejecting
+    /// peer's private data); `ND_CONNECTION_INVALID` otherwise.
+    pub fn private_data(&self) -> Result<Vec<u8>> {
+        match self.state {
+            State::Incoming(_) | State::Connected(_) | State::Attached(_) | State::Done => {
+                Ok(self.peer_private_data.clone())
+            }
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    /// `GetLocalAddress`: the bound address while idle, the connection's once connecting;
+    /// `ND_CONNECTION_INVALID` for a connector neither bound nor connecting, or done.
+    pub fn local_address(&self) -> Result<SocketAddr> {
+        match (&self.state, self.local, &self.bound) {
+            (State::Idle, _, Some((_, a))) => Ok(*a),
+            (State::Idle, _, None) | (State::Done, _, _) => fail(Status::CONNECTION_INVALID),
+            (_, Some(a), _) => Ok(a),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    /// `GetPeerAddress`: valid as soon as a request arrives (ndmpic asks before Accept);
+    /// `ND_CONNECTION_INVALID` when not connected.
+    pub fn peer_address(&self) -> Result<SocketAddr> {
+        match (&self.state, self.peer) {
+            (State::Incoming(_) | State::Connected(_) | State::Attached(_), Some(p)) => Ok(p),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    /// `NotifyDisconnect`: `ND_CONNECTION_INVALID` unless a queue pair carries the connection.
+    pub fn notify_disconnect(&self) -> Result<Overlapped> {
+        match &self.state {
+            State::Attached(qp) => Ok(qp.notify_disconnect()),
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    /// `Disconnect`: completes at once (through `driver`) once the queue pair is torn down;
+    /// `ND_CONNECTION_INVALID` unless a queue pair carries the connection.
+    pub fn disconnect(&self, driver: Arc<dyn Driver>) -> Result<Overlapped> {
+        match &self.state {
+            State::Attached(qp) => {
+                qp.disconnect();
+                Ok(Overlapped::completed(driver, Status::SUCCESS))
+            }
+            _ => fail(Status::CONNECTION_INVALID),
+        }
+    }
+
+    /// `CancelOverlappedRequests`: abandons a Connect in progress (the connector is idle
+    /// again), or cancels the attached queue pair's pending Accept and NotifyDisconnect.
+    pub fn cancel_overlapped_requests(&mut self) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Connecting(attempt) => T::abandon(attempt),
+            State::Attached(qp) => {
+                qp.cancel_accept();
+                qp.cancel_notify_disconnect();
+                self.state = State::Attached(qp);
+            }
+            other => self.state = other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::kit::overlapped::tests::NullDriver;
+    use crate::Error;
+
+    /// Counts what the connector asked of it.
+    #[derive(Default)]
+    struct Qp {
+        disconnects: AtomicU32,
+        cancels: AtomicU32,
+    }
+
+    impl AttachedQp for Qp {
+        fn notify_disconnect(&self) -> Overlapped {
+            Overlapped::completed(Arc::new(NullDriver), Status::SUCCESS)
+        }
+        fn disconnect(&self) {
+            self.disconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        fn cancel_accept(&self) {
+            self.cancels.fetch_add(1, Ordering::Relaxed);
+        }
+        fn cancel_notify_disconnect(&self) {
+            self.cancels.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    enum Test {}
+
+    /// The transport's values are plain numbers; abandon/reject record nothing here: the
+    /// state transitions are what is tested.
+    impl Transport for Test {
+        type Bound = ();
+        type Connecting = ();
+        type Connected = u8;
+        type Incoming = u16;
+        type Qp = Qp;
+        fn abandon(_: ()) {}
+        fn reject_incoming(_: u16, _: &[u8]) {}
+        fn decline(_: u8) {}
+    }
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().expect("address")
+    }
+
+    fn invalid<T: fmt::Debug>(r: Result<T>) {
+        assert_eq!(r.unwrap_err(), Error::new(Status::CONNECTION_INVALID));
+    }
+
+    #[test]
+    fn fresh_connector_reports_nothing() {
+        let c = ConnectorState::<Test>::new();
+        invalid(c.read_limits());
+        invalid(c.private_data());
+        invalid(c.local_address());
+        invalid(c.peer_address());
+        invalid(c.notify_disconnect());
+        invalid(c.disconnect(Arc::new(NullDriver)));
+    }
+
+    #[test]
+    fn bind_rules() {
+        let mut c = ConnectorState::<Test>::new();
+        let a = addr("127.0.0.1:5000");
+        assert_eq!(
+            c.check_bind(a, false),
+            Err(Error::new(Status::INVALID_ADDRESS))
+        );
+        assert_eq!(
+            c.check_bind(addr("0.0.0.0:0"), false),
+            Ok(false),
+            "wildcard"
+        );
+        assert_eq!(c.check_bind(a, true), Ok(false));
+        c.bound = Some(((), a));
+        assert_eq!(c.local_address(), Ok(a), "bound, idle");
+        assert_eq!(c.check_bind(a, true), Ok(true), "D8: same address again");
+        assert_eq!(c.check_bind(addr("127.0.0.1:0"), true), Ok(true));
+        assert_eq!(c.check_bind(addr("127.0.0.1:5001"), true), Ok(false));
+        assert_eq!(
+            c.take_bound_for(addr("[::1]:1")).map(|b| b.is_some()),
+            Err(Error::new(Status::INVALID_ADDRESS))
+        );
+        assert!(c.bound.is_some(), "kept after a family mismatch");
+        assert_eq!(
+            c.take_bound_for(addr("127.0.0.1:1"))
+                .map(|b| b.map(|b| b.1)),
+            Ok(Some(a))
+        );
+        c.state = State::Connecting(());
+        assert_eq!(
+            c.check_bind(a, true),
+            Err(Error::new(Status::ADDRESS_ALREADY_ASSOCIATED))
+        );
+        assert_eq!(c.check_idle(), Err(Error::new(Status::CONNECTION_ACTIVE)));
+        c.cancel_overlapped_requests();
+        assert!(
+            c.is_fresh(),
+            "an abandoned attempt leaves the connector usable"
+        );
+    }
+
+    #[test]
+    fn connect_target_rules() {
+        let bad = |s: &str, idle| check_connect_target(addr(s), idle).unwrap_err().status();
+        assert_eq!(bad("0.0.0.0:1", false), Status::BAD_NETWORK_NAME);
+        assert_eq!(bad("127.0.0.1:0", false), Status::INVALID_ADDRESS);
+        assert_eq!(bad("127.0.0.1:1", false), Status::CONNECTION_ACTIVE);
+        assert!(check_connect_target(addr("127.0.0.1:1"), true).is_ok());
+    }
+
+    #[test]
+    fn passive_side_from_request_to_attached() {
+        let mut c = ConnectorState::<Test>::new();
+        let (l, p) = (addr("127.0.0.1:1"), addr("127.0.0.1:2"));
+        let limits = ReadLimits {
+            inbound: 3,
+            outbound: 4,
+        };
+        invalid(c.take_connected());
+        c.set_incoming(7, l, p, vec![9], limits);
+        assert!(!c.is_fresh());
+        assert_eq!((c.local_address(), c.peer_address()), (Ok(l), Ok(p)));
+        assert_eq!(
+            (c.read_limits(), c.private_data()),
+            (Ok(limits), Ok(vec![9]))
+        );
+        assert_eq!(c.incoming().copied(), Ok(7));
+        invalid(c.take_connected());
+        assert_eq!(
+            c.incoming().copied(),
+            Ok(7),
+            "a failed call changes nothing"
+        );
+        assert_eq!(c.take_incoming(), Some(7));
+        invalid(c.local_address());
+        let qp = Arc::new(Qp::default());
+        c.state = State::Attached(qp.clone());
+        assert!(c.notify_disconnect().is_ok());
+        c.cancel_overlapped_requests();
+        assert_eq!(
+            qp.cancels.load(Ordering::Relaxed),
+            2,
+            "Accept and NotifyDisconnect"
+        );
+        assert!(matches!(c.state, State::Attached(_)), "still attached");
+        assert!(c.disconnect(Arc::new(NullDriver)).is_ok());
+        assert_eq!(qp.disconnects.load(Ordering::Relaxed), 1);
+        invalid(c.reject(&[]));
+    }
+
+    #[test]
+    fn reject_either_side_ends_the_connector() {
+        let mut c = ConnectorState::<Test>::new();
+        invalid(c.reject(&[]));
+        assert!(c.is_fresh(), "unchanged");
+        c.state = State::Connected(1);
+        c.peer_private_data = vec![5];
+        assert_eq!(c.reject(&[]), Ok(()));
+        assert!(matches!(c.state, State::Done));
+        assert_eq!(c.private_data(), Ok(vec![5]), "still readable after Reject");
+        invalid(c.peer_address());
+    }
+}
