@@ -7,18 +7,17 @@
 //! sends ACCEPT and completes when that RTR arrives. Read limits are negotiated exactly as the
 //! `tcp` provider does over MPA v2.
 
-use std::any::Any;
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, MutexGuard, Weak};
 
-use netdirect_spi::kit::connector::{self, AttachedQp, ConnectorState, Transport};
-use netdirect_spi::kit::listener::TakesRequests;
+use netdirect_spi::kit::connector::{
+    self, AttachedQp, Connector, ConnectorProvider, ConnectorState, Transport,
+};
 use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::traits::{self, QueuePair};
-use netdirect_spi::{fail, Error, ReadLimits, Result, Status};
+use netdirect_spi::{fail, AdapterInfo, Error, ReadLimits, Result, Status};
 
 use crate::adapter::Shared;
 use crate::engine::{Registered, Source};
@@ -27,6 +26,7 @@ use crate::listener::{claim_status, Incoming};
 use crate::proto::{self, Msg, Recv, Request, Space};
 use crate::qp::{Conn, ShmQp};
 use crate::segment::Segment;
+use crate::Shm;
 
 /// An active connection attempt: REQUEST sent, waiting for ACCEPT or REJECT.
 pub(crate) struct Connecting {
@@ -43,9 +43,6 @@ pub(crate) struct Connected {
     seg: Segment,
     peer_seg_addr: u64,
 }
-
-/// This provider's side of the kit's connector state.
-pub(crate) enum Shm {}
 
 impl Transport for Shm {
     /// The socket holding the local port's name.
@@ -76,6 +73,10 @@ impl Transport for Shm {
 }
 
 impl AttachedQp for ShmQp {
+    fn is_idle(&self) -> bool {
+        self.conn() == Conn::Idle
+    }
+
     fn notify_disconnect(&self) -> Overlapped {
         Self::notify_disconnect(self)
     }
@@ -96,99 +97,65 @@ impl AttachedQp for ShmQp {
 type State = connector::State<Shm>;
 type Inner = ConnectorState<Shm>;
 
-/// A connector.
-pub(crate) struct ShmConnector {
-    me: Weak<Self>,
-    shared: Arc<Shared>,
-    inner: Mutex<Inner>,
-}
+/// A connector: the SPI kit's, over this provider's transport.
+pub(crate) type ShmConnector = Connector<Shm>;
 
-impl fmt::Debug for ShmConnector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let g = self.lock();
-        f.debug_struct("ShmConnector")
-            .field("local", &g.local)
-            .field("peer", &g.peer)
-            .finish()
+/// Read the listener's answer, if it came.
+fn drive(this: &ShmConnector) {
+    let mut g = this.lock();
+    let State::Connecting(Connecting { sock, .. }) = &g.state else {
+        return;
+    };
+    let got = proto::recv(sock.fd());
+    if matches!(got, Recv::Empty) {
+        return;
     }
-}
-
-impl ShmConnector {
-    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            me: me.clone(),
-            shared,
-            inner: Mutex::new(Inner::new()),
-        })
-    }
-
-    pub(crate) fn downcast(c: &Arc<dyn traits::Connector>) -> Option<Arc<Self>> {
-        c.as_any()
-            .downcast_ref::<Self>()
-            .and_then(|c| c.me.upgrade())
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Read the listener's answer, if it came.
-    fn drive(&self) {
-        let mut g = self.lock();
-        let State::Connecting(Connecting { sock, .. }) = &g.state else {
-            return;
-        };
-        let got = proto::recv(sock.fd());
-        if matches!(got, Recv::Empty) {
-            return;
+    let State::Connecting(Connecting { sock, qp, ov, seg }) =
+        std::mem::replace(&mut g.state, State::Idle)
+    else {
+        unreachable!()
+    };
+    let sock = sock.into_inner();
+    match got {
+        Recv::Msg(
+            Some(Msg::Accept {
+                ird,
+                ord,
+                seg_addr,
+                private_data,
+            }),
+            _,
+        ) => {
+            g.peer_private_data = private_data;
+            // Active GetReadLimits: the acceptor's values, swapped to our view.
+            g.limits = ReadLimits {
+                inbound: ord,
+                outbound: ird,
+            };
+            g.state = State::Connected(Connected {
+                sock,
+                qp,
+                seg,
+                peer_seg_addr: seg_addr,
+            });
+            ov.complete(Status::SUCCESS);
         }
-        let State::Connecting(Connecting { sock, qp, ov, seg }) =
-            std::mem::replace(&mut g.state, State::Idle)
-        else {
-            unreachable!()
-        };
-        let sock = sock.into_inner();
-        match got {
-            Recv::Msg(
-                Some(Msg::Accept {
-                    ird,
-                    ord,
-                    seg_addr,
-                    private_data,
-                }),
-                _,
-            ) => {
-                g.peer_private_data = private_data;
-                // Active GetReadLimits: the acceptor's values, swapped to our view.
-                g.limits = ReadLimits {
-                    inbound: ord,
-                    outbound: ird,
-                };
-                g.state = State::Connected(Connected {
-                    sock,
-                    qp,
-                    seg,
-                    peer_seg_addr: seg_addr,
-                });
-                ov.complete(Status::SUCCESS);
-            }
-            Recv::Msg(Some(Msg::Reject { private_data }), _) => {
-                g.peer_private_data = private_data;
-                g.state = State::Done;
-                ov.complete(Status::CONNECTION_REFUSED);
-            }
-            _ => {
-                // The listener went away or refused the request: the connector stays usable.
-                g.state = State::Idle;
-                ov.complete(Status::CONNECTION_REFUSED);
-            }
+        Recv::Msg(Some(Msg::Reject { private_data }), _) => {
+            g.peer_private_data = private_data;
+            g.state = State::Done;
+            ov.complete(Status::CONNECTION_REFUSED);
+        }
+        _ => {
+            // The listener went away or refused the request: the connector stays usable.
+            g.state = State::Idle;
+            ov.complete(Status::CONNECTION_REFUSED);
         }
     }
 }
 
 impl Source for ShmConnector {
     fn on_ready(&self) {
-        self.drive();
+        drive(self);
     }
 }
 
@@ -200,25 +167,27 @@ fn peer_limits(req: &Request) -> ReadLimits {
     }
 }
 
-impl TakesRequests<Incoming> for ShmConnector {
-    fn is_fresh(&self) -> bool {
-        self.lock().is_fresh()
+impl ConnectorProvider for Shm {
+    type Adapter = Shared;
+
+    fn info(adapter: &Shared) -> &AdapterInfo {
+        &adapter.info
     }
 
-    fn set_incoming(&self, inc: Incoming) {
-        let limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
-        let (local, peer, data) = (inc.local, inc.peer, inc.request.private_data.clone());
-        self.lock().set_incoming(inc, local, peer, data, limits);
-    }
-}
-
-impl traits::Connector for ShmConnector {
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn describe(inc: &Incoming) -> (SocketAddr, SocketAddr, Vec<u8>) {
+        (inc.local, inc.peer, inc.request.private_data.clone())
     }
 
-    fn bind(&self, addr: SocketAddr) -> Result<()> {
-        let mut g = self.lock();
+    fn offered(inc: &Incoming) -> ReadLimits {
+        peer_limits(&inc.request)
+    }
+
+    fn downcast_qp(qp: &Arc<dyn QueuePair>) -> Option<Arc<ShmQp>> {
+        ShmQp::downcast(qp)
+    }
+
+    fn bind(this: &ShmConnector, addr: SocketAddr) -> Result<()> {
+        let mut g = this.lock();
         if g.check_bind(addr, crate::is_local(addr.ip()))? {
             return Ok(());
         }
@@ -233,19 +202,14 @@ impl traits::Connector for ShmConnector {
     }
 
     fn connect(
-        &self,
-        qp: &Arc<dyn QueuePair>,
+        this: &ShmConnector,
+        mut g: MutexGuard<'_, ConnectorState<Self>>,
+        qp: Arc<ShmQp>,
         dest: SocketAddr,
         limits: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        // Validation first, with no state change, so the connector stays usable (D8).
-        negotiate::check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
-        let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
-        connector::check_connect_target(dest, qp.conn() == Conn::Idle)?;
-        let mut g = self.lock();
-        g.check_idle()?;
-        let engine = self.shared.engine.clone();
+        let engine = this.adapter().engine.clone();
         if !crate::is_local(dest.ip()) {
             // Shared memory reaches this host only.
             return Ok(Overlapped::completed(engine, Status::HOST_UNREACHABLE));
@@ -272,12 +236,12 @@ impl traits::Connector for ShmConnector {
         };
         let local = SocketAddr::new(local_ip, bound.port());
         g.local = Some(local);
-        let params = self.shared.config.params;
+        let params = this.adapter().config.params;
         let Ok((seg, memfd)) = Segment::create(params) else {
             g.bound = Some((sock, bound));
             return fail(Status::INSUFFICIENT_RESOURCES);
         };
-        let offered = negotiate::offer(&self.shared.info, limits);
+        let offered = negotiate::offer(&this.adapter().info, limits);
         let request = Request {
             ird: offered.inbound,
             ord: offered.outbound,
@@ -291,7 +255,7 @@ impl traits::Connector for ShmConnector {
             // Nobody listens: the connector (and its port) stay usable for another Connect.
             g.bound = Some((sock, bound));
             Ok(Overlapped::completed(
-                self.shared.engine.clone(),
+                this.adapter().engine.clone(),
                 Status::CONNECTION_REFUSED,
             ))
         };
@@ -311,15 +275,15 @@ impl traits::Connector for ShmConnector {
         drop(memfd);
         let (ov, c) = Overlapped::pending(engine);
         // Withdrawing this one request abandons the attempt, as CancelOverlappedRequests does.
-        let me = self.me.clone();
+        let me = this.me().clone();
         c.set_canceller(move || {
             if let Some(me) = me.upgrade() {
                 let _ = traits::Connector::cancel_overlapped_requests(&*me);
             }
         });
-        let src: Weak<dyn Source> = self.me.clone();
-        let reg = self
-            .shared
+        let src: Weak<dyn Source> = this.me().clone();
+        let reg = this
+            .adapter()
             .engine
             .register(sock, src)
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
@@ -331,45 +295,45 @@ impl traits::Connector for ShmConnector {
             seg,
         });
         drop(g);
-        self.drive();
+        drive(this);
         Ok(ov)
     }
 
-    fn complete_connect(&self) -> Result<Overlapped> {
-        let mut g = self.lock();
+    fn complete_connect(this: &ShmConnector) -> Result<Overlapped> {
+        let mut g = this.lock();
         let Connected {
             sock,
             qp,
             seg,
             peer_seg_addr,
         } = g.take_connected()?;
-        let link = Link::new(&self.shared.engine, seg, 0, sock, peer_seg_addr, qp.weak())
-            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        let link = Link::new(
+            &this.adapter().engine,
+            seg,
+            0,
+            sock,
+            peer_seg_addr,
+            qp.weak(),
+        )
+        .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         qp.establish_active(link, g.limits.inbound, g.limits.outbound)?;
         g.state = State::Attached(qp);
         Ok(Overlapped::completed(
-            self.shared.engine.clone(),
+            this.adapter().engine.clone(),
             Status::SUCCESS,
         ))
     }
 
     fn accept(
-        &self,
-        qp: &Arc<dyn QueuePair>,
-        limits: ReadLimits,
+        this: &ShmConnector,
+        mut g: MutexGuard<'_, ConnectorState<Self>>,
+        qp: Arc<ShmQp>,
+        inc: Incoming,
+        granted: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
-        let qp = ShmQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
-        let mut g = self.lock();
-        let inc = g.incoming()?;
-        if qp.conn() != Conn::Idle {
-            return fail(Status::CONNECTION_ACTIVE);
-        }
-        let granted = negotiate::accept(&self.shared.info, limits, peer_limits(&inc.request));
         let (ird, ord) = (granted.inbound, granted.outbound);
-        let inc = g.take_incoming().expect("checked above");
-        let engine = self.shared.engine.clone();
+        let engine = this.adapter().engine.clone();
         let reply = Msg::Accept {
             ird,
             ord,
@@ -392,7 +356,7 @@ impl traits::Connector for ShmConnector {
             }
         });
         let link = Link::new(
-            &self.shared.engine,
+            &this.adapter().engine,
             inc.seg,
             1,
             inc.sock,
@@ -403,39 +367,5 @@ impl traits::Connector for ShmConnector {
         qp.establish_passive(link, c, ird, ord)?;
         g.state = State::Attached(qp);
         Ok(ov)
-    }
-
-    fn reject(&self, private_data: &[u8]) -> Result<()> {
-        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
-        self.lock().reject(private_data)
-    }
-
-    fn get_read_limits(&self) -> Result<ReadLimits> {
-        self.lock().read_limits()
-    }
-
-    fn private_data(&self) -> Result<Vec<u8>> {
-        self.lock().private_data()
-    }
-
-    fn get_local_address(&self) -> Result<SocketAddr> {
-        self.lock().local_address()
-    }
-
-    fn get_peer_address(&self) -> Result<SocketAddr> {
-        self.lock().peer_address()
-    }
-
-    fn notify_disconnect(&self) -> Result<Overlapped> {
-        self.lock().notify_disconnect()
-    }
-
-    fn disconnect(&self) -> Result<Overlapped> {
-        self.lock().disconnect(self.shared.engine.clone())
-    }
-
-    fn cancel_overlapped_requests(&self) -> Result<()> {
-        self.lock().cancel_overlapped_requests();
-        Ok(())
     }
 }

@@ -178,8 +178,6 @@ mod listener;
 #[cfg(not(loom))]
 mod mem;
 #[cfg(not(loom))]
-mod mr;
-#[cfg(not(loom))]
 mod proto;
 #[cfg(not(loom))]
 mod qp;
@@ -196,6 +194,14 @@ use netdirect_spi::{fail, Result, Status};
 
 #[cfg(not(loom))]
 pub use adapter::ADAPTER_ID;
+
+/// This provider's side of the SPI kit's generic objects: a type with no values, only the
+/// kit's provider traits, each implemented beside the code it plugs in (`adapter`: the
+/// adapter; `connector`: the connector and its state; `listener`: the listener and its state;
+/// `srq`: the shared receive queue).
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) enum Shm {}
 
 /// The provider object.
 #[derive(Debug, Default)]
@@ -233,7 +239,7 @@ impl traits::Provider for ShmProvider {
         if adapter_id != ADAPTER_ID {
             return fail(Status::INVALID_PARAMETER);
         }
-        Ok(adapter::ShmAdapter::open()?)
+        Ok(adapter::open()?)
     }
 
     #[cfg(loom)]

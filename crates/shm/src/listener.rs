@@ -2,15 +2,14 @@
 //! the ND port, and the reception of each connection's REQUEST (with the segment's memfd) until
 //! an application connector takes it with `GetConnectionRequest`.
 
-use std::any::Any;
 use std::fmt;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
-use netdirect_spi::kit::listener::{self, ListenerState, Transport};
-use netdirect_spi::kit::overlapped::Overlapped;
-use netdirect_spi::traits::{self, Connector};
+use netdirect_spi::kit::connector;
+use netdirect_spi::kit::listener::{Listener, ListenerProvider, Transport};
+use netdirect_spi::traits::Connector;
 use netdirect_spi::{fail, Error, Result, Status};
 use rustix::io::Errno;
 
@@ -19,6 +18,7 @@ use crate::connector::ShmConnector;
 use crate::engine::{Registered, Source};
 use crate::proto::{self, Msg, Recv, Request, Space};
 use crate::segment::Segment;
+use crate::Shm;
 
 /// A connection whose REQUEST arrived and checked out, waiting for `Accept` or `Reject`.
 pub(crate) struct Incoming {
@@ -47,9 +47,6 @@ pub(crate) fn claim_status(e: Errno) -> Status {
     }
 }
 
-/// This provider's side of the kit's listener state.
-pub(crate) enum Shm {}
-
 impl Transport for Shm {
     type Bound = OwnedFd;
     type Listening = Registered;
@@ -58,40 +55,61 @@ impl Transport for Shm {
     type Connector = ShmConnector;
 }
 
-type Inner = ListenerState<Shm>;
+/// The listener: the SPI kit's, over this provider's transport.
+pub(crate) type ShmListener = Listener<Shm>;
 
-/// The listener.
-pub(crate) struct ShmListener {
-    me: Weak<Self>,
-    shared: Arc<Shared>,
-    inner: Mutex<Inner>,
-}
-
-impl fmt::Debug for ShmListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShmListener")
-            .field("local", &self.lock().local)
-            .finish()
+impl Source for ShmListener {
+    fn on_ready(&self) {
+        Shm::accept_all(self);
     }
 }
 
-impl ShmListener {
-    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            me: me.clone(),
-            shared,
-            inner: Mutex::new(Inner::new()),
-        })
+impl ListenerProvider for Shm {
+    type Adapter = Shared;
+
+    fn bind(this: &ShmListener, addr: SocketAddr) -> Result<()> {
+        let mut g = this.lock();
+        g.check_bind(addr, crate::is_local(addr.ip()))?;
+        let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        let port = proto::claim(&s, Space::Listener, addr.is_ipv6(), addr.port())
+            .map_err(|e| Error::new(claim_status(e)))?;
+        g.local = Some(SocketAddr::new(addr.ip(), port));
+        g.bound = Some(s);
+        Ok(())
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn listen(this: &ShmListener, backlog: u32) -> Result<()> {
+        let mut g = this.lock();
+        let s = g.take_bound_for_listen()?;
+        // The kernel's backlog holds Unix connections; ND's backlog counts requests waiting for
+        // GetConnectionRequest, enforced in `deliver`. Backlog 0 means "no limit".
+        if rustix::net::listen(&s, 4096).is_err() {
+            g.bound = Some(s);
+            return fail(Status::INSUFFICIENT_RESOURCES);
+        }
+        g.set_backlog(backlog);
+        let src: Weak<dyn Source> = this.me().clone();
+        let reg = this
+            .adapter()
+            .engine
+            .register(s, src)
+            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        g.listening = Some(reg);
+        Ok(())
+    }
+
+    fn get_local_address(this: &ShmListener) -> Result<SocketAddr> {
+        let g = this.lock();
+        match (&g.listening, g.local) {
+            (Some(_), Some(a)) => Ok(a),
+            _ => fail(Status::INVALID_DEVICE_STATE),
+        }
     }
 
     /// Accept every pending Unix connection and start reading its REQUEST.
-    fn accept_all(&self) {
+    fn accept_all(this: &ShmListener) {
         loop {
-            let g = self.lock();
+            let g = this.lock();
             let Some(l) = g.listening.as_ref() else {
                 return;
             };
@@ -103,13 +121,13 @@ impl ShmListener {
             match accepted {
                 Ok(sock) => {
                     let hs = Arc::new(Handshake {
-                        listener: self.me.clone(),
+                        listener: this.me().clone(),
                         sock: Mutex::new(None),
                     });
                     let src: Weak<dyn Source> = Arc::downgrade(&hs) as Weak<dyn Source>;
-                    if let Ok(reg) = self.shared.engine.register(sock, src) {
+                    if let Ok(reg) = this.adapter().engine.register(sock, src) {
                         *hs.sock.lock().unwrap_or_else(|e| e.into_inner()) = Some(reg);
-                        self.lock().handshakes.push(hs.clone());
+                        this.lock().handshakes.push(hs.clone());
                         hs.on_ready();
                     }
                 }
@@ -120,110 +138,24 @@ impl ShmListener {
         }
     }
 
-    /// Whether a request for `dst` is for this listener (same family and port; the bound IP,
-    /// or any local IP for a wildcard listener).
-    fn serves(&self, dst: &SocketAddr) -> bool {
-        let Some(local) = self.lock().local else {
-            return false;
-        };
-        local.port() == dst.port()
-            && local.is_ipv6() == dst.is_ipv6()
-            && (local.ip() == dst.ip()
-                || (local.ip().is_unspecified() && crate::is_local(dst.ip())))
+    fn downcast_connector(c: &Arc<dyn Connector>) -> Option<Arc<ShmConnector>> {
+        ShmConnector::downcast(c)
     }
 
-    /// A handshake finished: hand the request to the oldest waiting connector, or queue it.
-    fn deliver(&self, hs: &Arc<Handshake>, inc: Option<Incoming>) {
-        let mut g = self.lock();
-        if let Some(inc) = g.deliver(hs, inc) {
-            // Backlog full: the connecting side sees ND_CONNECTION_REFUSED.
-            let _ = proto::send(
-                &inc.sock,
-                &Msg::Reject {
-                    private_data: Vec::new(),
-                },
-                None,
-            );
-        }
+    fn refuse(incoming: Incoming) {
+        <Self as connector::Transport>::reject_incoming(incoming, &[]);
     }
 }
 
-impl Source for ShmListener {
-    fn on_ready(&self) {
-        self.accept_all();
-    }
-}
-
-impl traits::Listener for ShmListener {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn bind(&self, addr: SocketAddr) -> Result<()> {
-        let mut g = self.lock();
-        g.check_bind(addr, crate::is_local(addr.ip()))?;
-        let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        let port = proto::claim(&s, Space::Listener, addr.is_ipv6(), addr.port())
-            .map_err(|e| Error::new(claim_status(e)))?;
-        g.local = Some(SocketAddr::new(addr.ip(), port));
-        g.bound = Some(s);
-        Ok(())
-    }
-
-    fn listen(&self, backlog: u32) -> Result<()> {
-        let mut g = self.lock();
-        let s = g.take_bound_for_listen()?;
-        // The kernel's backlog holds Unix connections; ND's backlog counts requests waiting for
-        // GetConnectionRequest, enforced in `deliver`. Backlog 0 means "no limit".
-        if rustix::net::listen(&s, 4096).is_err() {
-            g.bound = Some(s);
-            return fail(Status::INSUFFICIENT_RESOURCES);
-        }
-        g.set_backlog(backlog);
-        let src: Weak<dyn Source> = self.me.clone();
-        let reg = self
-            .shared
-            .engine
-            .register(s, src)
-            .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        g.listening = Some(reg);
-        Ok(())
-    }
-
-    fn get_local_address(&self) -> Result<SocketAddr> {
-        let g = self.lock();
-        match (&g.listening, g.local) {
-            (Some(_), Some(a)) => Ok(a),
-            _ => fail(Status::INVALID_DEVICE_STATE),
-        }
-    }
-
-    fn get_connection_request(&self, connector: &Arc<dyn Connector>) -> Result<Overlapped> {
-        let conn = ShmConnector::downcast(connector).ok_or(Error::invalid_parameter(1))?;
-        listener::check_connector(&*conn)?;
-        let mut g = self.lock();
-        let (ov, wait) = g.get_connection_request(conn, self.shared.engine.clone())?;
-        drop(g);
-        if wait {
-            // A request may already be sitting in the kernel's queue.
-            self.accept_all();
-        }
-        Ok(ov)
-    }
-
-    fn cancel_overlapped_requests(&self) -> Result<()> {
-        self.lock().cancel_overlapped_requests();
-        Ok(())
-    }
-}
-
-impl Drop for ShmListener {
-    fn drop(&mut self) {
-        let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        g.cancel_overlapped_requests();
-        // Queued requests are dropped with their sockets: the connecting sides see end-of-file,
-        // which is ND_CONNECTION_REFUSED.
-    }
+/// Whether a request for `dst` is for this listener (same family and port; the bound IP,
+/// or any local IP for a wildcard listener).
+fn serves(this: &ShmListener, dst: &SocketAddr) -> bool {
+    let Some(local) = this.lock().local else {
+        return false;
+    };
+    local.port() == dst.port()
+        && local.is_ipv6() == dst.is_ipv6()
+        && (local.ip() == dst.ip() || (local.ip().is_unspecified() && crate::is_local(dst.ip())))
 }
 
 /// An accepted Unix connection whose REQUEST has not arrived yet.
@@ -267,7 +199,7 @@ fn check_request(
     memfd: &OwnedFd,
     request: Request,
 ) -> Option<Incoming> {
-    if !l.serves(&request.dst) || request.src.is_ipv6() != request.dst.is_ipv6() {
+    if !serves(l, &request.dst) || request.src.is_ipv6() != request.dst.is_ipv6() {
         let _ = proto::send(
             &sock,
             &Msg::Reject {

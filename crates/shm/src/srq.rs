@@ -14,13 +14,10 @@ use netdirect_spi::kit::srq::{Srq, SrqProvider};
 
 use crate::adapter::Shared;
 use crate::qp::ShmQp;
+use crate::Shm;
 
 /// A shared receive queue of this provider.
 pub(crate) type ShmSrq = Srq<Shm>;
-
-/// The provider's side of [`Srq`].
-#[derive(Debug)]
-pub(crate) enum Shm {}
 
 impl SrqProvider for Shm {
     type Adapter = Shared;

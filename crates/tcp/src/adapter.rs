@@ -1,14 +1,16 @@
-//! `IND2Adapter` for the `tcp` provider.
+//! `IND2Adapter` for the `tcp` provider: the SPI kit's [`Adapter`] over this provider's
+//! state, which plugs in its limits, engine, completion queue, queue pair, connector and
+//! listener. Memory regions, windows and shared receive queues are the kit's own
+//! ([`netdirect_spi::kit::mr::Region`], [`netdirect_spi::kit::mw::Window`],
+//! [`netdirect_spi::kit::srq::Srq`]) over the same state.
 
-use std::any::Any;
-use std::fmt;
-use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
+use netdirect_spi::kit::adapter::{self, Adapter, AdapterProvider};
 use netdirect_spi::kit::mr;
 use netdirect_spi::kit::overlapped::Driver;
-use netdirect_spi::traits::{self, QueuePairConfig};
+use netdirect_spi::traits::{CompletionQueue, Connector, Listener, QueuePair, QueuePairConfig};
 use netdirect_spi::{AdapterFlags, AdapterInfo, Error, Result, Status, ND_VERSION_2};
 
 use crate::config::Config;
@@ -16,29 +18,15 @@ use crate::connector::TcpConnector;
 use crate::cq::TcpCq;
 use crate::engine::Engine;
 use crate::listener::TcpListener;
-use crate::mr::{TcpMr, TcpMw};
 use crate::qp::TcpQp;
-use crate::srq::TcpSrq;
+use crate::Tcp;
 
 /// The id of the provider's single adapter, which serves every local address.
 pub const ADAPTER_ID: u64 = 0x7463_7000_0000_0001; // "tcp" in the top bytes
 
-/// What every object of one adapter shares.
-pub(crate) struct Shared {
-    pub(crate) engine: Arc<Engine>,
-    pub(crate) mrs: mr::Table,
-    pub(crate) info: AdapterInfo,
-    pub(crate) config: Config,
-}
-
-impl fmt::Debug for Shared {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
-            .field("engine", &self.engine)
-            .field("mrs", &self.mrs)
-            .finish()
-    }
-}
+/// What every object of one adapter shares: the SPI kit's, with this provider's engine and
+/// configuration.
+pub(crate) type Shared = adapter::Shared<Engine, Config>;
 
 /// The limits of the `tcp` provider. They are software limits, chosen so that every ND test
 /// pattern fits (`nd-reference.md` §8.4) and every value is one the provider really honours.
@@ -73,93 +61,50 @@ pub(crate) fn adapter_info() -> AdapterInfo {
     }
 }
 
-/// The adapter.
-#[derive(Debug)]
-pub(crate) struct TcpAdapter {
-    pub(crate) shared: Arc<Shared>,
+/// The adapter: the SPI kit's, over this provider's state.
+pub(crate) type TcpAdapter = Adapter<Tcp>;
+
+/// Open an adapter: its engine, an empty registration table, the limits above and the
+/// configuration from the environment. ND_INSUFFICIENT_RESOURCES when the engine cannot start.
+pub(crate) fn open() -> Result<Arc<TcpAdapter>> {
+    let engine = Engine::new().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+    Ok(Adapter::new(Shared {
+        engine,
+        mrs: mr::Table::new(),
+        info: adapter_info(),
+        config: Config::from_env(),
+    }))
 }
 
-impl TcpAdapter {
-    pub(crate) fn open() -> Result<Arc<Self>> {
-        let engine = Engine::new().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        Ok(Arc::new(Self {
-            shared: Arc::new(Shared {
-                engine,
-                mrs: mr::Table::new(),
-                info: adapter_info(),
-                config: Config::from_env(),
-            }),
-        }))
+impl AdapterProvider for Tcp {
+    fn info(state: &Shared) -> AdapterInfo {
+        state.info
     }
 
-    fn driver(&self) -> Arc<dyn Driver> {
-        self.shared.engine.clone()
-    }
-}
-
-impl traits::Adapter for TcpAdapter {
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn fd(state: &Shared) -> BorrowedFd<'_> {
+        state.engine.fd()
     }
 
-    fn query(&self) -> AdapterInfo {
-        self.shared.info
+    fn progress(state: &Shared) {
+        state.engine.progress();
     }
 
-    fn query_address_list(&self) -> Result<Vec<SocketAddr>> {
-        crate::local_addresses()
+    fn create_completion_queue(depth: u32, driver: Arc<dyn Driver>) -> Arc<dyn CompletionQueue> {
+        TcpCq::new(depth, driver)
     }
 
-    fn fd(&self) -> BorrowedFd<'_> {
-        self.shared.engine.fd()
+    fn create_queue_pair(
+        state: Arc<Shared>,
+        config: &QueuePairConfig,
+    ) -> Result<Arc<dyn QueuePair>> {
+        Ok(TcpQp::new(state, config)?)
     }
 
-    fn progress(&self) {
-        self.shared.engine.progress();
+    fn create_connector(state: Arc<Shared>) -> Arc<dyn Connector> {
+        TcpConnector::new(state)
     }
 
-    fn create_completion_queue(
-        &self,
-        depth: u32,
-        _group: u16,
-        _affinity: usize,
-    ) -> Result<Arc<dyn traits::CompletionQueue>> {
-        Ok(TcpCq::new(depth, self.driver()))
-    }
-
-    fn create_memory_region(&self) -> Result<Arc<dyn traits::MemoryRegion>> {
-        Ok(Arc::new(TcpMr::new(self.shared.clone())))
-    }
-
-    fn create_memory_window(&self) -> Result<Arc<dyn traits::MemoryWindow>> {
-        Ok(Arc::new(TcpMw::new(self.shared.clone())))
-    }
-
-    fn create_shared_receive_queue(
-        &self,
-        depth: u32,
-        max_request_sge: u32,
-        notify_threshold: u32,
-        _group: u16,
-        _affinity: usize,
-    ) -> Result<Arc<dyn traits::SharedReceiveQueue>> {
-        Ok(TcpSrq::new(
-            self.shared.clone(),
-            depth,
-            max_request_sge,
-            notify_threshold,
-        ))
-    }
-
-    fn create_queue_pair(&self, config: QueuePairConfig) -> Result<Arc<dyn traits::QueuePair>> {
-        Ok(TcpQp::new(self.shared.clone(), &config)?)
-    }
-
-    fn create_connector(&self) -> Result<Arc<dyn traits::Connector>> {
-        Ok(TcpConnector::new(self.shared.clone()))
-    }
-
-    fn create_listener(&self) -> Result<Arc<dyn traits::Listener>> {
-        Ok(TcpListener::new(self.shared.clone()))
+    fn create_listener(state: Arc<Shared>) -> Arc<dyn Listener> {
+        TcpListener::new(state)
     }
 }

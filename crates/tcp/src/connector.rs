@@ -5,18 +5,17 @@
 //! `Connect` sends the MPA Request and completes on the Reply; `CompleteConnect` sends the RTR;
 //! the passive `Accept` sends the Reply and completes when the RTR arrives.
 
-use std::any::Any;
-use std::fmt;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, MutexGuard, Weak};
 use std::time::Instant;
 
-use netdirect_spi::kit::connector::{self, AttachedQp, ConnectorState, Transport};
-use netdirect_spi::kit::listener::TakesRequests;
+use netdirect_spi::kit::connector::{
+    self, AttachedQp, Connector, ConnectorProvider, ConnectorState, Transport,
+};
 use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::traits::{self, QueuePair};
-use netdirect_spi::{fail, Error, ReadLimits, Result, Status};
+use netdirect_spi::{AdapterInfo, Error, ReadLimits, Result, Status};
 use netdirect_wire::handshake::{
     self, AcceptConfig, ConnectRequest, Initiator, InitiatorConfig, InitiatorOutcome, Negotiated,
 };
@@ -28,6 +27,7 @@ use crate::engine::{Registered, Source};
 use crate::listener::Incoming;
 use crate::qp::{Conn, TcpQp};
 use crate::sockets;
+use crate::Tcp;
 
 /// The largest IRD/ORD we put in an MPA v2 word (14 bits, 0x3FFF reserved: "not negotiated").
 const MAX_WIRE_LIMIT: u32 = 0x3FFE;
@@ -52,9 +52,6 @@ pub(crate) struct Connected {
     leftover: Vec<u8>,
 }
 
-/// This provider's side of the kit's connector state.
-pub(crate) enum Tcp {}
-
 impl Transport for Tcp {
     type Bound = Socket;
     type Connecting = Connecting;
@@ -78,6 +75,10 @@ impl Transport for Tcp {
 }
 
 impl AttachedQp for TcpQp {
+    fn is_idle(&self) -> bool {
+        self.conn() == Conn::Idle
+    }
+
     fn notify_disconnect(&self) -> Overlapped {
         Self::notify_disconnect(self)
     }
@@ -96,167 +97,132 @@ impl AttachedQp for TcpQp {
 }
 
 type State = connector::State<Tcp>;
-type Inner = ConnectorState<Tcp>;
 
-/// A connector.
-pub(crate) struct TcpConnector {
-    me: Weak<Self>,
-    shared: Arc<Shared>,
-    inner: Mutex<Inner>,
-}
+/// A connector: the SPI kit's, over this provider's transport.
+pub(crate) type TcpConnector = Connector<Tcp>;
 
-impl fmt::Debug for TcpConnector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let g = self.lock();
-        f.debug_struct("TcpConnector")
-            .field("local", &g.local)
-            .field("peer", &g.peer)
-            .finish()
-    }
-}
-
-impl TcpConnector {
-    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            me: me.clone(),
-            shared,
-            inner: Mutex::new(Inner::new()),
-        })
-    }
-
-    pub(crate) fn downcast(c: &Arc<dyn traits::Connector>) -> Option<Arc<Self>> {
-        c.as_any()
-            .downcast_ref::<Self>()
-            .and_then(|c| c.me.upgrade())
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Advance a connection attempt.
-    fn drive(&self) {
-        let mut g = self.lock();
-        let State::Connecting(Connecting {
-            sock,
-            ov,
-            init,
-            request,
-            sent,
-            reply,
-            deadline,
-            ..
-        }) = &mut g.state
-        else {
-            return;
-        };
-        let s = sock.get();
-        let result: Option<std::result::Result<(), Status>> = loop {
-            if let Ok(Some(e)) = s.take_error() {
-                break Some(Err(sockets::connect_status(&e)));
+/// Advance a connection attempt.
+fn drive(this: &TcpConnector) {
+    let mut g = this.lock();
+    let State::Connecting(Connecting {
+        sock,
+        ov,
+        init,
+        request,
+        sent,
+        reply,
+        deadline,
+        ..
+    }) = &mut g.state
+    else {
+        return;
+    };
+    let s = sock.get();
+    let result: Option<std::result::Result<(), Status>> = loop {
+        if let Ok(Some(e)) = s.take_error() {
+            break Some(Err(sockets::connect_status(&e)));
+        }
+        if sockets::peer_of(s).is_none() {
+            // Still connecting.
+            if Instant::now() >= *deadline {
+                break Some(Err(Status::IO_TIMEOUT));
             }
-            if sockets::peer_of(s).is_none() {
-                // Still connecting.
+            break None;
+        }
+        if *sent < request.len() {
+            match rustix::net::send(s, &request[*sent..], rustix::net::SendFlags::NOSIGNAL) {
+                Ok(n) => {
+                    *sent += n;
+                    continue;
+                }
+                Err(rustix::io::Errno::AGAIN) => break None,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
+            }
+        }
+        let mut chunk = [0u8; 1024];
+        match rustix::net::recv(s, &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
+            Ok((0, _)) => break Some(Err(Status::CONNECTION_REFUSED)),
+            Ok((n, _)) => {
+                reply.extend_from_slice(&chunk[..n]);
+                match init.handle_reply(reply) {
+                    Ok(None) => continue,
+                    Ok(Some(_)) => break Some(Ok(())),
+                    Err(_) => break Some(Err(Status::CONNECTION_REFUSED)),
+                }
+            }
+            Err(rustix::io::Errno::AGAIN) => {
                 if Instant::now() >= *deadline {
                     break Some(Err(Status::IO_TIMEOUT));
                 }
                 break None;
             }
-            if *sent < request.len() {
-                match rustix::net::send(s, &request[*sent..], rustix::net::SendFlags::NOSIGNAL) {
-                    Ok(n) => {
-                        *sent += n;
-                        continue;
-                    }
-                    Err(rustix::io::Errno::AGAIN) => break None,
-                    Err(rustix::io::Errno::INTR) => continue,
-                    Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
-                }
-            }
-            let mut chunk = [0u8; 1024];
-            match rustix::net::recv(s, &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
-                Ok((0, _)) => break Some(Err(Status::CONNECTION_REFUSED)),
-                Ok((n, _)) => {
-                    reply.extend_from_slice(&chunk[..n]);
-                    match init.handle_reply(reply) {
-                        Ok(None) => continue,
-                        Ok(Some(_)) => break Some(Ok(())),
-                        Err(_) => break Some(Err(Status::CONNECTION_REFUSED)),
-                    }
-                }
-                Err(rustix::io::Errno::AGAIN) => {
-                    if Instant::now() >= *deadline {
-                        break Some(Err(Status::IO_TIMEOUT));
-                    }
-                    break None;
-                }
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
-            }
-        };
-        let Some(result) = result else { return };
-        let _ = ov;
-        let me: Weak<dyn Source> = self.me.clone();
-        self.shared.engine.cancel_timers(&me);
-        let State::Connecting(Connecting {
-            sock,
-            qp,
-            ov,
-            mut init,
-            reply,
-            ..
-        }) = std::mem::replace(&mut g.state, State::Idle)
-        else {
-            unreachable!()
-        };
-        let sock = sock.into_inner();
-        match result {
-            Err(status) => {
-                // A failed attempt leaves the connector usable for another Bind + Connect.
-                g.state = State::Idle;
-                ov.complete(status);
-            }
-            Ok(()) => match init.handle_reply(&reply) {
-                Ok(Some((InitiatorOutcome::Accepted(neg), used))) => {
-                    g.peer_private_data = neg.private_data.clone();
-                    // Active GetReadLimits: the acceptor's values, swapped to our view.
-                    g.limits = ReadLimits {
-                        inbound: u32::from(neg.peer_ord),
-                        outbound: u32::from(neg.peer_ird),
-                    };
-                    g.peer = sockets::peer_of(&sock);
-                    g.local = sockets::local_of(&sock);
-                    let leftover = reply[used..].to_vec();
-                    g.state = State::Connected(Connected {
-                        sock,
-                        qp,
-                        neg,
-                        leftover,
-                    });
-                    ov.complete(Status::SUCCESS);
-                }
-                Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
-                    g.peer_private_data = private_data;
-                    g.state = State::Done;
-                    let _ = sock.shutdown(std::net::Shutdown::Both);
-                    ov.complete(Status::CONNECTION_REFUSED);
-                }
-                _ => {
-                    g.state = State::Idle;
-                    ov.complete(Status::CONNECTION_REFUSED);
-                }
-            },
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
         }
+    };
+    let Some(result) = result else { return };
+    let _ = ov;
+    let me: Weak<dyn Source> = this.me().clone();
+    this.adapter().engine.cancel_timers(&me);
+    let State::Connecting(Connecting {
+        sock,
+        qp,
+        ov,
+        mut init,
+        reply,
+        ..
+    }) = std::mem::replace(&mut g.state, State::Idle)
+    else {
+        unreachable!()
+    };
+    let sock = sock.into_inner();
+    match result {
+        Err(status) => {
+            // A failed attempt leaves the connector usable for another Bind + Connect.
+            g.state = State::Idle;
+            ov.complete(status);
+        }
+        Ok(()) => match init.handle_reply(&reply) {
+            Ok(Some((InitiatorOutcome::Accepted(neg), used))) => {
+                g.peer_private_data = neg.private_data.clone();
+                // Active GetReadLimits: the acceptor's values, swapped to our view.
+                g.limits = ReadLimits {
+                    inbound: u32::from(neg.peer_ord),
+                    outbound: u32::from(neg.peer_ird),
+                };
+                g.peer = sockets::peer_of(&sock);
+                g.local = sockets::local_of(&sock);
+                let leftover = reply[used..].to_vec();
+                g.state = State::Connected(Connected {
+                    sock,
+                    qp,
+                    neg,
+                    leftover,
+                });
+                ov.complete(Status::SUCCESS);
+            }
+            Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
+                g.peer_private_data = private_data;
+                g.state = State::Done;
+                let _ = sock.shutdown(std::net::Shutdown::Both);
+                ov.complete(Status::CONNECTION_REFUSED);
+            }
+            _ => {
+                g.state = State::Idle;
+                ov.complete(Status::CONNECTION_REFUSED);
+            }
+        },
     }
 }
 
 impl Source for TcpConnector {
     fn on_ready(&self, _events: EventFlags) {
-        self.drive();
+        drive(self);
     }
 
     fn on_timer(&self) {
-        self.drive();
+        drive(self);
     }
 }
 
@@ -269,25 +235,27 @@ fn peer_limits(req: &ConnectRequest) -> ReadLimits {
     })
 }
 
-impl TakesRequests<Incoming> for TcpConnector {
-    fn is_fresh(&self) -> bool {
-        self.lock().is_fresh()
+impl ConnectorProvider for Tcp {
+    type Adapter = Shared;
+
+    fn info(adapter: &Shared) -> &AdapterInfo {
+        &adapter.info
     }
 
-    fn set_incoming(&self, inc: Incoming) {
-        let limits = negotiate::passive_view(&self.shared.info, peer_limits(&inc.request));
-        let (local, peer, data) = (inc.local, inc.peer, inc.request.private_data.clone());
-        self.lock().set_incoming(inc, local, peer, data, limits);
-    }
-}
-
-impl traits::Connector for TcpConnector {
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn describe(inc: &Incoming) -> (SocketAddr, SocketAddr, Vec<u8>) {
+        (inc.local, inc.peer, inc.request.private_data.clone())
     }
 
-    fn bind(&self, addr: SocketAddr) -> Result<()> {
-        let mut g = self.lock();
+    fn offered(inc: &Incoming) -> ReadLimits {
+        peer_limits(&inc.request)
+    }
+
+    fn downcast_qp(qp: &Arc<dyn QueuePair>) -> Option<Arc<TcpQp>> {
+        TcpQp::downcast(qp)
+    }
+
+    fn bind(this: &TcpConnector, addr: SocketAddr) -> Result<()> {
+        let mut g = this.lock();
         if g.check_bind(addr, crate::is_local(addr.ip()))? {
             return Ok(());
         }
@@ -300,18 +268,13 @@ impl traits::Connector for TcpConnector {
     }
 
     fn connect(
-        &self,
-        qp: &Arc<dyn QueuePair>,
+        this: &TcpConnector,
+        mut g: MutexGuard<'_, ConnectorState<Self>>,
+        qp: Arc<TcpQp>,
         dest: SocketAddr,
         limits: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        // Validation first, with no state change, so the connector stays usable (D8).
-        negotiate::check_private_data(private_data.len(), self.shared.info.max_caller_data)?;
-        let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
-        connector::check_connect_target(dest, qp.conn() == Conn::Idle)?;
-        let mut g = self.lock();
-        g.check_idle()?;
         let (sock, local) = match g.take_bound_for(dest)? {
             Some(b) => b,
             None => {
@@ -323,21 +286,21 @@ impl traits::Connector for TcpConnector {
         };
         g.local = Some(local);
         // With ORD 0 only the Write RTR is offered (a Read RTR would need an ORD slot).
-        let offered = negotiate::offer(&self.shared.info, limits);
+        let offered = negotiate::offer(&this.adapter().info, limits);
         let ird = offered.inbound.min(MAX_WIRE_LIMIT);
         let ord = offered.outbound.min(MAX_WIRE_LIMIT);
         let init = Initiator::new(InitiatorConfig {
-            crc: self.shared.config.crc,
+            crc: this.adapter().config.crc,
             ird: ird as u16,
             ord: ord as u16,
             p2p: true,
             private_data: private_data.to_vec(),
-            probe: self.shared.config.write_probe,
+            probe: this.adapter().config.write_probe,
         });
         let request = init.request();
-        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        let (ov, c) = Overlapped::pending(this.adapter().engine.clone());
         // Withdrawing this one request abandons the attempt, as CancelOverlappedRequests does.
-        let me = self.me.clone();
+        let me = this.me().clone();
         c.set_canceller(move || {
             if let Some(me) = me.upgrade() {
                 let _ = traits::Connector::cancel_overlapped_requests(&*me);
@@ -352,14 +315,14 @@ impl traits::Connector for TcpConnector {
                 return Ok(ov);
             }
         }
-        let src: Weak<dyn Source> = self.me.clone();
-        let reg = self
-            .shared
+        let src: Weak<dyn Source> = this.me().clone();
+        let reg = this
+            .adapter()
             .engine
             .register(sock, src)
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        let deadline = Instant::now() + self.shared.config.connect_timeout;
-        self.shared.engine.add_timer(deadline, self.me.clone());
+        let deadline = Instant::now() + this.adapter().config.connect_timeout;
+        this.adapter().engine.add_timer(deadline, this.me().clone());
         g.peer = Some(dest);
         g.state = State::Connecting(Connecting {
             sock: reg,
@@ -372,12 +335,12 @@ impl traits::Connector for TcpConnector {
             deadline,
         });
         drop(g);
-        self.drive();
+        drive(this);
         Ok(ov)
     }
 
-    fn complete_connect(&self) -> Result<Overlapped> {
-        let mut g = self.lock();
+    fn complete_connect(this: &TcpConnector) -> Result<Overlapped> {
+        let mut g = this.lock();
         let Connected {
             sock,
             qp,
@@ -387,42 +350,33 @@ impl traits::Connector for TcpConnector {
         qp.establish_active(sock, &neg, &leftover)?;
         g.state = State::Attached(qp);
         Ok(Overlapped::completed(
-            self.shared.engine.clone(),
+            this.adapter().engine.clone(),
             Status::SUCCESS,
         ))
     }
 
     fn accept(
-        &self,
-        qp: &Arc<dyn QueuePair>,
-        limits: ReadLimits,
+        this: &TcpConnector,
+        mut g: MutexGuard<'_, ConnectorState<Self>>,
+        qp: Arc<TcpQp>,
+        inc: Incoming,
+        granted: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
-        let qp = TcpQp::downcast(qp).ok_or(Error::invalid_parameter(1))?;
-        let mut g = self.lock();
-        let inc = g.incoming()?;
-        if qp.conn() != Conn::Idle {
-            return fail(Status::CONNECTION_ACTIVE);
-        }
-        // Accept clamps to min(our capability, what the connecting peer offered): our IRD
-        // covers at most the peer's ORD, our ORD at most the peer's IRD.
-        let granted = negotiate::accept(&self.shared.info, limits, peer_limits(&inc.request));
         let (ird, ord) = (granted.inbound, granted.outbound);
         let (reply, neg) = handshake::accept(
             &inc.request,
             &AcceptConfig {
-                crc: self.shared.config.crc,
+                crc: this.adapter().config.crc,
                 ird: ird as u16,
                 ord: ord as u16,
                 private_data: private_data.to_vec(),
-                probe: self.shared.config.write_probe,
+                probe: this.adapter().config.write_probe,
             },
         );
-        let inc = g.take_incoming().expect("checked above");
         if sockets::write_all(&inc.sock, &reply).is_err() {
             return Ok(Overlapped::completed(
-                self.shared.engine.clone(),
+                this.adapter().engine.clone(),
                 Status::CONNECTION_ABORTED,
             ));
         }
@@ -434,7 +388,7 @@ impl traits::Connector for TcpConnector {
             inbound: u32::from(neg.local_ird),
             outbound: u32::from(neg.local_ord),
         };
-        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        let (ov, c) = Overlapped::pending(this.adapter().engine.clone());
         let weak_qp = Arc::downgrade(&qp);
         c.set_canceller(move || {
             if let Some(qp) = weak_qp.upgrade() {
@@ -444,39 +398,5 @@ impl traits::Connector for TcpConnector {
         qp.establish_passive(inc.sock, &neg, c)?;
         g.state = State::Attached(qp);
         Ok(ov)
-    }
-
-    fn reject(&self, private_data: &[u8]) -> Result<()> {
-        negotiate::check_private_data(private_data.len(), self.shared.info.max_callee_data)?;
-        self.lock().reject(private_data)
-    }
-
-    fn get_read_limits(&self) -> Result<ReadLimits> {
-        self.lock().read_limits()
-    }
-
-    fn private_data(&self) -> Result<Vec<u8>> {
-        self.lock().private_data()
-    }
-
-    fn get_local_address(&self) -> Result<SocketAddr> {
-        self.lock().local_address()
-    }
-
-    fn get_peer_address(&self) -> Result<SocketAddr> {
-        self.lock().peer_address()
-    }
-
-    fn notify_disconnect(&self) -> Result<Overlapped> {
-        self.lock().notify_disconnect()
-    }
-
-    fn disconnect(&self) -> Result<Overlapped> {
-        self.lock().disconnect(self.shared.engine.clone())
-    }
-
-    fn cancel_overlapped_requests(&self) -> Result<()> {
-        self.lock().cancel_overlapped_requests();
-        Ok(())
     }
 }

@@ -26,7 +26,6 @@ mod cq;
 mod engine;
 mod listener;
 mod mem;
-mod mr;
 #[doc(hidden)]
 pub mod protect;
 mod qp;
@@ -40,6 +39,13 @@ use netdirect_spi::traits;
 use netdirect_spi::{fail, Result, Status};
 
 pub use adapter::ADAPTER_ID;
+
+/// This provider's side of the SPI kit's generic objects: a type with no values, only the
+/// kit's provider traits, each implemented beside the code it plugs in (`adapter`: the
+/// adapter; `connector`: the connector and its state; `listener`: the listener and its state;
+/// `srq`: the shared receive queue).
+#[derive(Debug)]
+pub(crate) enum Tcp {}
 
 /// The provider object.
 #[derive(Debug, Default)]
@@ -76,6 +82,6 @@ impl traits::Provider for TcpProvider {
         if adapter_id != ADAPTER_ID {
             return fail(Status::INVALID_PARAMETER);
         }
-        Ok(adapter::TcpAdapter::open()?)
+        Ok(adapter::open()?)
     }
 }

@@ -2,14 +2,12 @@
 //! MPA startup (RFC 5044 §7.1.2) for each accepted connection until an application connector
 //! takes it with `GetConnectionRequest`.
 
-use std::any::Any;
-use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use netdirect_spi::kit::listener::{self, ListenerState, Transport};
-use netdirect_spi::kit::overlapped::Overlapped;
-use netdirect_spi::traits::{self, Connector};
+use netdirect_spi::kit::connector;
+use netdirect_spi::kit::listener::{Listener, ListenerProvider, ListenerState, Transport};
+use netdirect_spi::traits::Connector;
 use netdirect_spi::{fail, Error, Result, Status};
 use netdirect_wire::handshake::{self, ConnectRequest, Responder};
 use rustix::event::epoll::EventFlags;
@@ -19,6 +17,7 @@ use crate::adapter::Shared;
 use crate::connector::TcpConnector;
 use crate::engine::{Registered, Source};
 use crate::sockets;
+use crate::Tcp;
 
 /// A connection whose MPA Request has arrived, waiting for `Accept` or `Reject`.
 #[derive(Debug)]
@@ -29,9 +28,6 @@ pub(crate) struct Incoming {
     pub(crate) peer: SocketAddr,
 }
 
-/// This provider's side of the kit's listener state.
-pub(crate) enum Tcp {}
-
 impl Transport for Tcp {
     type Bound = Socket;
     type Listening = Registered<Socket>;
@@ -40,100 +36,20 @@ impl Transport for Tcp {
     type Connector = TcpConnector;
 }
 
-type Inner = ListenerState<Tcp>;
-
-/// The listener.
-pub(crate) struct TcpListener {
-    me: Weak<Self>,
-    shared: Arc<Shared>,
-    inner: Mutex<Inner>,
-}
-
-impl fmt::Debug for TcpListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpListener")
-            .field("local", &self.lock().local)
-            .finish()
-    }
-}
-
-impl TcpListener {
-    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            me: me.clone(),
-            shared,
-            inner: Mutex::new(Inner::new()),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Accept every pending TCP connection and start reading its MPA Request.
-    fn accept_all(&self) {
-        loop {
-            let g = self.lock();
-            let Some(l) = g.listening.as_ref() else {
-                return;
-            };
-            let accepted = l.get().accept();
-            drop(g);
-            match accepted {
-                Ok((sock, _)) => {
-                    if sockets::prepare_accepted(&sock).is_err() {
-                        continue;
-                    }
-                    let hs = Arc::new(Handshake {
-                        listener: self.me.clone(),
-                        inner: Mutex::new(HsInner {
-                            sock: None,
-                            buf: Vec::new(),
-                            responder: Responder::new(),
-                        }),
-                    });
-                    let src: Weak<dyn Source> = Arc::downgrade(&hs) as Weak<dyn Source>;
-                    match self.shared.engine.register(sock, src) {
-                        Ok(reg) => {
-                            hs.inner.lock().unwrap_or_else(|e| e.into_inner()).sock = Some(reg);
-                            self.lock().handshakes.push(hs.clone());
-                            hs.on_ready(EventFlags::IN);
-                        }
-                        Err(_) => continue,
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// A handshake finished: hand the request to the oldest waiting connector, or queue it.
-    fn deliver(&self, hs: &Arc<Handshake>, inc: Option<Incoming>) {
-        let mut g = self.lock();
-        if let Some(inc) = g.deliver(hs, inc) {
-            // Backlog full: the connecting side sees ND_CONNECTION_REFUSED.
-            let reply = handshake::reject(&inc.request, &[]);
-            let _ = sockets::write_all(&inc.sock, &reply);
-            let _ = inc.sock.shutdown(std::net::Shutdown::Write);
-        }
-    }
-}
+/// The listener: the SPI kit's, over this provider's transport.
+pub(crate) type TcpListener = Listener<Tcp>;
 
 impl Source for TcpListener {
     fn on_ready(&self, _events: EventFlags) {
-        self.accept_all();
+        Tcp::accept_all(self);
     }
 }
 
-impl traits::Listener for TcpListener {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+impl ListenerProvider for Tcp {
+    type Adapter = Shared;
 
-    fn bind(&self, addr: SocketAddr) -> Result<()> {
-        let mut g = self.lock();
+    fn bind(this: &TcpListener, addr: SocketAddr) -> Result<()> {
+        let mut g = this.lock();
         g.check_bind(addr, crate::is_local(addr.ip()))?;
         let mut held = held();
         if addr.port() != 0 && held.iter().any(|h| overlaps(h, &addr)) {
@@ -162,8 +78,8 @@ impl traits::Listener for TcpListener {
         Ok(())
     }
 
-    fn listen(&self, backlog: u32) -> Result<()> {
-        let mut g = self.lock();
+    fn listen(this: &TcpListener, backlog: u32) -> Result<()> {
+        let mut g = this.lock();
         let s = g.take_bound_for_listen()?;
         // The kernel backlog holds TCP connections; ND's backlog counts requests waiting for
         // GetConnectionRequest, enforced in `deliver`. Backlog 0 means "no limit".
@@ -177,9 +93,9 @@ impl traits::Listener for TcpListener {
             return fail(sockets::bind_status(&e));
         }
         g.set_backlog(backlog);
-        let src: Weak<dyn Source> = self.me.clone();
-        let reg = self
-            .shared
+        let src: Weak<dyn Source> = this.me().clone();
+        let reg = this
+            .adapter()
             .engine
             .register(s, src)
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
@@ -187,8 +103,8 @@ impl traits::Listener for TcpListener {
         Ok(())
     }
 
-    fn get_local_address(&self) -> Result<SocketAddr> {
-        let g = self.lock();
+    fn get_local_address(this: &TcpListener) -> Result<SocketAddr> {
+        let g = this.lock();
         match (&g.listening, g.local) {
             (Some(l), _) => {
                 sockets::local_of(l.get()).ok_or(Error::new(Status::INVALID_DEVICE_STATE))
@@ -197,30 +113,56 @@ impl traits::Listener for TcpListener {
         }
     }
 
-    fn get_connection_request(&self, connector: &Arc<dyn Connector>) -> Result<Overlapped> {
-        let conn = TcpConnector::downcast(connector).ok_or(Error::invalid_parameter(1))?;
-        listener::check_connector(&*conn)?;
-        let mut g = self.lock();
-        let (ov, wait) = g.get_connection_request(conn, self.shared.engine.clone())?;
-        drop(g);
-        if wait {
-            // A request may already be sitting in the kernel's queue.
-            self.accept_all();
+    /// Accept every pending TCP connection and start reading its MPA Request.
+    fn accept_all(this: &TcpListener) {
+        loop {
+            let g = this.lock();
+            let Some(l) = g.listening.as_ref() else {
+                return;
+            };
+            let accepted = l.get().accept();
+            drop(g);
+            match accepted {
+                Ok((sock, _)) => {
+                    if sockets::prepare_accepted(&sock).is_err() {
+                        continue;
+                    }
+                    let hs = Arc::new(Handshake {
+                        listener: this.me().clone(),
+                        inner: Mutex::new(HsInner {
+                            sock: None,
+                            buf: Vec::new(),
+                            responder: Responder::new(),
+                        }),
+                    });
+                    let src: Weak<dyn Source> = Arc::downgrade(&hs) as Weak<dyn Source>;
+                    match this.adapter().engine.register(sock, src) {
+                        Ok(reg) => {
+                            hs.inner.lock().unwrap_or_else(|e| e.into_inner()).sock = Some(reg);
+                            this.lock().handshakes.push(hs.clone());
+                            hs.on_ready(EventFlags::IN);
+                        }
+                        Err(_) => continue,
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
         }
-        Ok(ov)
     }
 
-    fn cancel_overlapped_requests(&self) -> Result<()> {
-        self.lock().cancel_overlapped_requests();
-        Ok(())
+    fn downcast_connector(c: &Arc<dyn Connector>) -> Option<Arc<TcpConnector>> {
+        TcpConnector::downcast(c)
     }
-}
 
-impl Drop for TcpListener {
-    fn drop(&mut self) {
-        let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        g.cancel_overlapped_requests();
-        if let Some(a) = g.local {
+    fn refuse(incoming: Incoming) {
+        <Self as connector::Transport>::reject_incoming(incoming, &[]);
+    }
+
+    /// Give the bound address back to [`HELD`].
+    fn release(state: &mut ListenerState<Self>) {
+        if let Some(a) = state.local {
             let mut held = held();
             if let Some(i) = held.iter().position(|h| *h == a) {
                 held.swap_remove(i);

@@ -14,13 +14,10 @@ use netdirect_spi::kit::srq::{Srq, SrqProvider};
 
 use crate::adapter::Shared;
 use crate::qp::TcpQp;
+use crate::Tcp;
 
 /// A shared receive queue of this provider.
 pub(crate) type TcpSrq = Srq<Tcp>;
-
-/// The provider's side of [`Srq`].
-#[derive(Debug)]
-pub(crate) enum Tcp {}
 
 impl SrqProvider for Tcp {
     type Adapter = Shared;

@@ -1,13 +1,25 @@
-//! What the kit's provider objects need from a provider's adapter state.
+//! What the kit's provider objects need from a provider's adapter state, and the adapter
+//! object itself, generic over the few constructors that depend on the transport.
 
+use std::any::Any;
+use std::fmt;
+use std::net::SocketAddr;
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use crate::kit::mr::Table;
+use crate::kit::addresses::local_addresses;
+use crate::kit::mr::{Region, Table};
+use crate::kit::mw::Window;
 use crate::kit::overlapped::Driver;
+use crate::kit::srq::{Srq, SrqProvider};
+use crate::traits::{
+    self, CompletionQueue, Connector, Listener, MemoryRegion, MemoryWindow, QueuePair,
+    QueuePairConfig, SharedReceiveQueue,
+};
+use crate::{AdapterInfo, Result};
 
-/// The state every object of one software adapter shares, as the kit's objects
-/// ([`Region`](crate::kit::mr::Region), [`Window`](crate::kit::mw::Window),
-/// [`Srq`](crate::kit::srq::Srq)) use it. Objects of one adapter hold the same `Arc` of it,
+/// The state every object of one software adapter shares, as the kit's objects ([`Region`],
+/// [`Window`], [`Srq`], [`Adapter`]) use it. Objects of one adapter hold the same `Arc` of it,
 /// which is how they recognise each other (an object of another adapter is an invalid
 /// parameter).
 pub trait AdapterState: Send + Sync + 'static {
@@ -17,4 +29,163 @@ pub trait AdapterState: Send + Sync + 'static {
     fn driver(&self) -> Arc<dyn Driver>;
     /// `ND2_ADAPTER_INFO::MaxRegistrationSize`.
     fn max_registration_size(&self) -> usize;
+}
+
+/// What every object of one software adapter shares: the provider's engine `E` (which
+/// completes its overlapped requests), the registrations, the limits and the provider's
+/// configuration `C`.
+pub struct Shared<E, C> {
+    /// The provider's engine.
+    pub engine: Arc<E>,
+    /// The adapter's registrations (regions and bound windows).
+    pub mrs: Table,
+    /// The adapter's limits (`IND2Adapter::Query`).
+    pub info: AdapterInfo,
+    /// The provider's configuration, read once when the adapter opens.
+    pub config: C,
+}
+
+impl<E: fmt::Debug, C: fmt::Debug> fmt::Debug for Shared<E, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("engine", &self.engine)
+            .field("mrs", &self.mrs)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// How the kit's regions, windows and shared receive queues see the adapter.
+impl<E: Driver + 'static, C: Send + Sync + 'static> AdapterState for Shared<E, C> {
+    fn registrations(&self) -> &Table {
+        &self.mrs
+    }
+
+    fn driver(&self) -> Arc<dyn Driver> {
+        self.engine.clone()
+    }
+
+    fn max_registration_size(&self) -> usize {
+        self.info.max_registration_size
+    }
+}
+
+/// What a software provider plugs into the kit's [`Adapter`]: the constructors of the objects
+/// that depend on its transport, and its engine's descriptor and progress. Regions, windows and
+/// shared receive queues are the kit's own, over the provider's [`SrqProvider::Adapter`] state.
+pub trait AdapterProvider: SrqProvider {
+    /// The adapter's limits (`IND2Adapter::Query`, `nd-reference.md` §2.1).
+    fn info(state: &Self::Adapter) -> AdapterInfo;
+    /// The descriptor that becomes readable when the adapter has work (`IND2Adapter` fd model).
+    fn fd(state: &Self::Adapter) -> BorrowedFd<'_>;
+    /// Advance the adapter's pending work on the calling thread.
+    fn progress(state: &Self::Adapter);
+    /// A completion queue of `depth` entries whose requests `driver` completes.
+    fn create_completion_queue(depth: u32, driver: Arc<dyn Driver>) -> Arc<dyn CompletionQueue>;
+    /// A queue pair; its statuses are those of `IND2Adapter::CreateQueuePair`.
+    fn create_queue_pair(
+        state: Arc<Self::Adapter>,
+        config: &QueuePairConfig,
+    ) -> Result<Arc<dyn QueuePair>>;
+    /// A connector, idle.
+    fn create_connector(state: Arc<Self::Adapter>) -> Arc<dyn Connector>;
+    /// A listener, unbound.
+    fn create_listener(state: Arc<Self::Adapter>) -> Arc<dyn Listener>;
+}
+
+/// A software provider's `IND2Adapter`: one per open, serving every local address. Every
+/// object it creates holds the same `Arc` of its state.
+pub struct Adapter<P: AdapterProvider> {
+    state: Arc<P::Adapter>,
+}
+
+impl<P: AdapterProvider> fmt::Debug for Adapter<P>
+where
+    P::Adapter: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Adapter")
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+impl<P: AdapterProvider> Adapter<P> {
+    /// An adapter over `state`.
+    pub fn new(state: P::Adapter) -> Arc<Self> {
+        Arc::new(Self {
+            state: Arc::new(state),
+        })
+    }
+}
+
+impl<P: AdapterProvider> traits::Adapter for Adapter<P>
+where
+    P::Adapter: fmt::Debug,
+{
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query(&self) -> AdapterInfo {
+        P::info(&self.state)
+    }
+
+    fn query_address_list(&self) -> Result<Vec<SocketAddr>> {
+        local_addresses()
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        P::fd(&self.state)
+    }
+
+    fn progress(&self) {
+        P::progress(&self.state);
+    }
+
+    // Group and affinity are hints a software provider has no use for.
+    fn create_completion_queue(
+        &self,
+        depth: u32,
+        _group: u16,
+        _affinity: usize,
+    ) -> Result<Arc<dyn CompletionQueue>> {
+        Ok(P::create_completion_queue(depth, self.state.driver()))
+    }
+
+    fn create_memory_region(&self) -> Result<Arc<dyn MemoryRegion>> {
+        Ok(Arc::new(Region::new(self.state.clone())))
+    }
+
+    fn create_memory_window(&self) -> Result<Arc<dyn MemoryWindow>> {
+        Ok(Arc::new(Window::new(self.state.clone())))
+    }
+
+    fn create_shared_receive_queue(
+        &self,
+        depth: u32,
+        max_request_sge: u32,
+        notify_threshold: u32,
+        _group: u16,
+        _affinity: usize,
+    ) -> Result<Arc<dyn SharedReceiveQueue>> {
+        Ok(Srq::<P>::new(
+            self.state.clone(),
+            depth,
+            max_request_sge,
+            notify_threshold,
+        ))
+    }
+
+    fn create_queue_pair(&self, config: QueuePairConfig) -> Result<Arc<dyn QueuePair>> {
+        P::create_queue_pair(self.state.clone(), &config)
+    }
+
+    fn create_connector(&self) -> Result<Arc<dyn Connector>> {
+        Ok(P::create_connector(self.state.clone()))
+    }
+
+    fn create_listener(&self) -> Result<Arc<dyn Listener>> {
+        Ok(P::create_listener(self.state.clone()))
+    }
 }

@@ -13,6 +13,9 @@ use std::sync::Arc;
 use crate::kit::overlapped::{Driver, Overlapped};
 use crate::{fail, ReadLimits, Result, Status};
 
+mod object;
+pub use object::{Connector, ConnectorProvider};
+
 /// What a provider's connector holds in each state.
 pub trait Transport: 'static {
     /// What `Bind` prepares for the next Connect (a socket holding the local port).
@@ -38,6 +41,9 @@ pub trait Transport: 'static {
 
 /// What the connector asks of its queue pair once the connection is attached.
 pub trait AttachedQp {
+    /// Whether the queue pair carries no connection and none is being set up on it (Connect
+    /// and Accept refuse one that does).
+    fn is_idle(&self) -> bool;
     /// `NotifyDisconnect`: completes when the connection goes down.
     fn notify_disconnect(&self) -> Overlapped;
     /// `Disconnect`: tear the connection down.
@@ -337,6 +343,9 @@ mod tests {
     }
 
     impl AttachedQp for Qp {
+        fn is_idle(&self) -> bool {
+            true
+        }
         fn notify_disconnect(&self) -> Overlapped {
             Overlapped::completed(Arc::new(NullDriver), Status::SUCCESS)
         }

@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use crate::kit::overlapped::{Driver, OvRecycler, Overlapped, PendingRequests};
@@ -49,6 +50,9 @@ struct Inner {
 /// A software completion queue.
 pub struct CqCore {
     inner: Mutex<Inner>,
+    /// `entries.len()` as of the last change, stored (not read-modify-written) under the lock:
+    /// lets a poller see an empty queue without taking the lock (see [`CqCore::queued_hint`]).
+    queued: AtomicUsize,
     sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
     driver: Arc<dyn Driver>,
 }
@@ -84,6 +88,7 @@ impl CqCore {
                 waiters: PendingRequests::new(),
                 recycler: OvRecycler::new(),
             }),
+            queued: AtomicUsize::new(0),
             sources: RwLock::new(Vec::new()),
             driver,
         }
@@ -129,6 +134,7 @@ impl CqCore {
             i.overrun = true;
         }
         i.entries.push_back(r);
+        self.queued.store(i.entries.len(), Ordering::Release);
         let error = r.status != Status::SUCCESS;
         self.trigger(&mut i, kind.solicited, error);
     }
@@ -194,6 +200,9 @@ impl CqCore {
         let n = out.len().min(i.entries.len());
         for (slot, r) in out.iter_mut().zip(i.entries.drain(..n)) {
             *slot = r;
+        }
+        if n > 0 {
+            self.queued.store(i.entries.len(), Ordering::Release);
         }
         if n < out.len() {
             // A short poll reported everything queued: later entries must fire the next Notify.
@@ -264,6 +273,17 @@ impl CqCore {
     /// Number of queued completions.
     pub fn len(&self) -> usize {
         self.lock().entries.len()
+    }
+
+    /// The number of queued completions, read without the lock: exact when no push or take
+    /// runs concurrently, else the count before or after it. Every change is a plain store
+    /// made under the lock, so a push is not charged an extra atomic read-modify-write (about
+    /// 2 ns each on this VM's EPYC, even uncontended) for the benefit of a lock-free empty check. A provider whose poll drives its
+    /// I/O checks this before and after the drive and calls [`CqCore::get_results`] only
+    /// when it is not zero; a racing push it misses is found by the next poll, as with a
+    /// lock (`GetResults` reports what was queued when it looked, nd-reference §2.5).
+    pub fn queued_hint(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// Whether no completion is queued.
@@ -402,10 +422,10 @@ mod tests {
 
     /// Counts the drives `get_results` makes.
     #[derive(Default)]
-    struct Counter(std::sync::atomic::AtomicUsize);
+    struct Counter(AtomicUsize);
     impl ProgressSource for Counter {
         fn progress(&self) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.0.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -415,7 +435,7 @@ mod tests {
         let qp = Arc::new(Counter::default());
         let weak: Weak<dyn ProgressSource> = Arc::downgrade(&qp) as _;
         cq.attach(weak);
-        let drives = || qp.0.load(std::sync::atomic::Ordering::Relaxed);
+        let drives = || qp.0.load(Ordering::Relaxed);
         let mut out = [NdResult::EMPTY; 4];
         assert_eq!(cq.get_results(&mut out), 0);
         assert_eq!(drives(), 1, "an empty poll drives I/O");
@@ -456,6 +476,25 @@ mod tests {
         assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
         assert_eq!(cq.get_results(&mut out), 0);
         assert_eq!(drives(), 4);
+    }
+
+    #[test]
+    fn queued_hint_follows_pushes_and_takes() {
+        let cq = CqCore::new(2, Arc::new(NullDriver));
+        assert_eq!(cq.queued_hint(), 0);
+        for n in 1..=3 {
+            // The third overruns the depth: it is kept, and counted.
+            cq.push(r(Status::SUCCESS), PushKind::default());
+            assert_eq!(cq.queued_hint(), n);
+        }
+        let mut two = [NdResult::EMPTY; 2];
+        assert_eq!(cq.get_results(&mut two), 2);
+        assert_eq!(cq.queued_hint(), 1);
+        let mut four = [NdResult::EMPTY; 4];
+        assert_eq!(cq.get_results(&mut four), 1);
+        assert_eq!(cq.queued_hint(), 0);
+        assert_eq!(cq.get_results(&mut four), 0);
+        assert_eq!(cq.queued_hint(), 0);
     }
 
     #[test]

@@ -15,6 +15,9 @@ use std::sync::Arc;
 use crate::kit::overlapped::{Driver, OvCompleter, Overlapped};
 use crate::{fail, Result, Status};
 
+mod object;
+pub use object::{Listener, ListenerProvider};
+
 /// What a provider's listener holds.
 pub trait Transport: 'static {
     /// What `Bind` prepares (a socket holding the port).

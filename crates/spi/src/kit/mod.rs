@@ -1,7 +1,8 @@
 //! Building blocks shared by the software providers (`tcp`, `shm`): the overlapped-request
 //! model, a completion queue, the registration table with its access checks, and the
-//! transport-independent halves of the ND objects (memory region and window, shared receive
-//! queue, connector and listener state), each generic over the little its provider plugs in.
+//! ND objects themselves where they do not depend on the transport (adapter, memory region and
+//! window, shared receive queue) and the transport-independent halves of the rest (connector and
+//! listener), each generic over the little its provider plugs in.
 //! A provider built on hardware (verbs) would not need them; they sit beside the SPI, not
 //! inside it.
 
