@@ -297,14 +297,20 @@ struct Inner {
 }
 
 impl Inner {
-    fn empty() -> Self {
+    /// A queue pair's state before it connects (`Conn::Idle`).
+    fn new(
+        rq: WrQueue<RecvWr>,
+        sq: WrQueue<SendWr>,
+        scratch: Vec<Seg>,
+        srq_scratch: Vec<SrqSeg>,
+    ) -> Self {
         Self {
-            conn: Conn::Closed,
+            conn: Conn::Idle,
             link: None,
             prod: Producer::default(),
             cons: Consumer::default(),
-            rq: WrQueue::new(1, 1),
-            sq: WrQueue::new(1, 1),
+            rq,
+            sq,
             tx_sent: 0,
             in_ring: 0,
             reads_out: 0,
@@ -321,9 +327,22 @@ impl Inner {
             accept: None,
             disconnect_waiters: PendingRequests::new(),
             cache: Weak::new(),
-            scratch: Vec::new(),
-            srq_scratch: Vec::new(),
+            scratch,
+            srq_scratch,
             srq_listed: false,
+        }
+    }
+
+    /// A placeholder that owns nothing, left behind when the state is moved out.
+    fn empty() -> Self {
+        Self {
+            conn: Conn::Closed,
+            ..Self::new(
+                WrQueue::new(1, 1),
+                WrQueue::new(1, 1),
+                Vec::new(),
+                Vec::new(),
+            )
         }
     }
 }
@@ -398,36 +417,15 @@ impl ShmQp {
             max_transfer: u64::from(info.max_transfer_length),
             inline_size: u64::from(cfg.inline_data_size).max(INLINE_LIMIT),
             link: OnceLock::new(),
-            inner: Mutex::new(Inner {
-                conn: Conn::Idle,
-                link: None,
-                prod: Producer::default(),
-                cons: Consumer::default(),
-                rq: WrQueue::new(rq_depth, rq_segs),
-                sq: WrQueue::new(
+            inner: Mutex::new(Inner::new(
+                WrQueue::new(rq_depth, rq_segs),
+                WrQueue::new(
                     cfg.initiator_queue_depth as usize,
                     seg_capacity(cfg.max_initiator_request_sge),
                 ),
-                tx_sent: 0,
-                in_ring: 0,
-                reads_out: 0,
-                tx_hdr: false,
-                answers: VecDeque::new(),
-                answers_reads: 0,
-                rx_msg: None,
-                rx_reg: None,
-                ird: 0,
-                ord: 0,
-                wake_owed: false,
-                windows: Vec::new(),
-                rcache: Weak::new(),
-                accept: None,
-                disconnect_waiters: PendingRequests::new(),
-                cache: Weak::new(),
-                scratch: vec![Seg::default(); per.max(rq_segs).max(64)],
+                vec![Seg::default(); per.max(rq_segs).max(64)],
                 srq_scratch,
-                srq_listed: false,
-            }),
+            )),
         });
         let src: Weak<dyn ProgressSource> = qp.me.clone();
         rcq.core.attach(src.clone());
