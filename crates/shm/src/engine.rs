@@ -26,15 +26,15 @@
 //! every connection stays armed for good, so the peers always send WAKE and the descriptor
 //! becomes readable whenever there is something to do; the loop then calls `Adapter::progress`.
 
-use std::cell::Cell;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use netdirect_spi::kit::overlapped::Driver;
+use netdirect_spi::kit::waiters::Waiters;
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{eventfd, EventfdFlags};
 use slab::Slab;
@@ -55,79 +55,16 @@ pub(crate) struct Engine {
     wake: OwnedFd,
     sources: Mutex<Slab<Weak<dyn Source>>>,
     links: Mutex<Slab<Weak<Link>>>,
-    /// Who sleeps how; followers wait on `cond` for `Roles::generation` to move.
-    roles: Mutex<Roles>,
-    cond: Condvar,
-    /// Threads inside `wait_for`: while there are none (besides the notifying thread itself),
-    /// `notify` costs no lock and no system call.
-    sleepers: AtomicUsize,
+    /// The blocked threads: at most one leader asleep in `epoll_wait` (woken by the eventfd or
+    /// a peer's WAKE), the others followers (`kit::waiters`).
+    waiters: Waiters,
     fd_exported: AtomicBool,
-}
-
-/// The blocked threads: at most one leader asleep in `epoll_wait` (woken by the eventfd or a
-/// peer's WAKE), and followers asleep on the condition variable (woken by a new `generation`).
-#[derive(Debug, Default)]
-struct Roles {
-    leader: bool,
-    followers: usize,
-    generation: u64,
-}
-
-thread_local! {
-    /// The engine whose `wait_for` this thread is inside (its address, 0 if none) and whether
-    /// it is that engine's leader: its own completions need not wake it.
-    static WAITING: Cell<(usize, bool)> = const { Cell::new((0, false)) };
-}
-
-/// This thread's presence in `Engine::wait_for`: counted in `sleepers`, marked in `WAITING`;
-/// both undone on drop (also if a source panics while the leader dispatches).
-struct Presence<'a> {
-    engine: &'a Engine,
-    outer: (usize, bool),
-}
-
-impl<'a> Presence<'a> {
-    fn enter(engine: &'a Engine) -> Self {
-        // SeqCst: announced before `done()` is read (see `Driver::wait_for`).
-        engine.sleepers.fetch_add(1, Ordering::SeqCst);
-        let outer = WAITING.with(|w| w.replace((engine.addr(), false)));
-        Self { engine, outer }
-    }
-
-    fn set_leading(&self, yes: bool) {
-        WAITING.with(|w| w.set((self.engine.addr(), yes)));
-    }
-}
-
-impl Drop for Presence<'_> {
-    fn drop(&mut self) {
-        WAITING.with(|w| w.set(self.outer));
-        self.engine.sleepers.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// The leader role, given up on drop: followers (if any) are woken so that one takes over
-/// the sleep while this thread returns to its caller.
-struct Leadership<'a> {
-    engine: &'a Engine,
-}
-
-impl Drop for Leadership<'_> {
-    fn drop(&mut self) {
-        let mut roles = self.engine.lock_roles();
-        roles.leader = false;
-        if roles.followers > 0 {
-            roles.generation += 1;
-            drop(roles);
-            self.engine.cond.notify_all();
-        }
-    }
 }
 
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
-            .field("sleepers", &self.sleepers.load(Ordering::Relaxed))
+            .field("sleepers", &self.waiters.sleepers())
             .finish()
     }
 }
@@ -189,9 +126,7 @@ impl Engine {
             wake,
             sources: Mutex::new(Slab::new()),
             links: Mutex::new(Slab::new()),
-            roles: Mutex::new(Roles::default()),
-            cond: Condvar::new(),
-            sleepers: AtomicUsize::new(0),
+            waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
         }))
     }
@@ -299,15 +234,6 @@ impl Engine {
         }
     }
 
-    fn lock_roles(&self) -> MutexGuard<'_, Roles> {
-        self.roles.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// This engine's identity for `WAITING`.
-    fn addr(&self) -> usize {
-        self as *const Self as usize
-    }
-
     /// Make the epoll set readable: the leader's `epoll_wait` (and an external event loop)
     /// returns. The count is drained by the next dispatch (`Engine::poll`).
     fn wake_leader(&self) {
@@ -357,30 +283,13 @@ impl Driver for Engine {
     /// would have found is slept through. The caller has typically just polled its CQ, which
     /// looked at the same rings.
     fn wait_for(&self, done: &dyn Fn() -> bool, timeout: Option<Duration>) {
-        let me = Presence::enter(self);
+        let me = self.waiters.enter();
         // The role is taken and `done()` checked under the lock `notify` reads the roles
         // under: a completion elsewhere either precedes the check or finds this sleeper.
-        let mut roles = self.lock_roles();
-        if done() {
+        let Some(_lead) = me.take_role(done, timeout) else {
             return;
-        }
-        if roles.leader {
-            roles.followers += 1;
-            let seen = roles.generation;
-            let t = timeout.unwrap_or(Duration::from_secs(3600));
-            let (mut roles, _) = self
-                .cond
-                .wait_timeout_while(roles, t, |r| r.generation == seen)
-                .unwrap_or_else(|e| e.into_inner());
-            roles.followers -= 1;
-            return;
-        }
-        roles.leader = true;
-        drop(roles);
-        let _lead = Leadership { engine: self };
-        me.set_leading(true);
+        };
         self.lead(timeout);
-        me.set_leading(false);
         // `_lead` hands over to a follower, if any, before `me` leaves.
     }
 
@@ -390,31 +299,8 @@ impl Driver for Engine {
             // An external event loop watches the descriptor (and so does our leader).
             self.wake_leader();
         }
-        let (here, leading) = WAITING.with(Cell::get);
-        let in_wait = here == self.addr();
-        if in_wait && leading {
-            // The leader's own dispatch: it returns to its caller right after, which re-checks
-            // its condition, and hands over to the followers then (`Leadership`).
-            return;
-        }
-        // SeqCst: pairs with `Presence::enter`; the request's status was stored (SeqCst)
-        // before this call.
-        if self.sleepers.load(Ordering::SeqCst) <= usize::from(in_wait) {
-            // Nobody else sleeps: the caller itself re-checks its condition.
-            return;
-        }
-        let mut roles = self.lock_roles();
-        let wake_leader = roles.leader && !exported;
-        let wake_followers = roles.followers > 0;
-        if wake_followers {
-            roles.generation += 1;
-        }
-        drop(roles);
-        if wake_leader {
-            self.wake_leader();
-        }
-        if wake_followers {
-            self.cond.notify_all();
-        }
+        // The leader's own dispatch wakes nobody; otherwise the leader (unless the write
+        // above woke it already) and the followers, if any (`kit::waiters`).
+        self.waiters.notify(exported, || self.wake_leader());
     }
 }

@@ -14,7 +14,7 @@
 //! A blocking waiter costs no system call beyond its sleep and its reads: a completion the
 //! sleeping thread makes itself (the usual case: it dispatched the event that completed its
 //! own request) wakes nobody, and the leader hands over to followers only if there are any.
-//! Other threads are woken only when they sleep (`sleepers`, [`Roles`]).
+//! Other threads are woken only when they sleep (`kit::waiters`).
 //!
 //! Data sockets ("streams") are deliberately *not* kept in an epoll set while nobody needs it:
 //! a socket with a waiter on its wait queue pays an epoll callback for every arriving segment,
@@ -24,15 +24,15 @@
 //! readable when a socket needs attention or a request completed on another thread (the eventfd
 //! is written then), and the loop calls `Adapter::progress`.
 
-use std::cell::Cell;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use netdirect_spi::kit::overlapped::Driver;
+use netdirect_spi::kit::waiters::Waiters;
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{eventfd, EventfdFlags, PollFd, PollFlags};
 use slab::Slab;
@@ -78,12 +78,9 @@ pub(crate) struct Engine {
     streams: Mutex<Slab<StreamEntry>>,
     /// The leader's reusable scratch space (only the leader locks it).
     scratch: Mutex<LeaderScratch>,
-    /// Who sleeps how; followers wait on `cond` for `Roles::generation` to move.
-    roles: Mutex<Roles>,
-    cond: Condvar,
-    /// Threads inside `wait_for`: while there are none (besides the notifying thread itself),
-    /// `notify` costs no lock and no system call.
-    sleepers: AtomicUsize,
+    /// The blocked threads: at most one leader asleep in `poll(2)` (woken by the eventfd), the
+    /// others followers (`kit::waiters`).
+    waiters: Waiters,
     /// The epoll descriptor was handed out: streams are kept in the epoll set too.
     fd_exported: AtomicBool,
     /// Deadlines (connect timeouts). Few and short-lived: a plain list.
@@ -98,52 +95,10 @@ struct LeaderScratch {
     streams: Vec<(Arc<StreamShared>, Weak<dyn Source>)>,
 }
 
-/// The blocked threads: at most one leader asleep in `poll(2)` (woken by the eventfd), and
-/// followers asleep on the condition variable (woken by a new `generation`).
-#[derive(Debug, Default)]
-struct Roles {
-    leader: bool,
-    followers: usize,
-    generation: u64,
-}
-
-thread_local! {
-    /// The engine whose `wait_for` this thread is inside (its address, 0 if none) and whether
-    /// it is that engine's leader: its own completions need not wake it.
-    static WAITING: Cell<(usize, bool)> = const { Cell::new((0, false)) };
-}
-
-/// This thread's presence in `Engine::wait_for`: counted in `sleepers`, marked in `WAITING`;
-/// both undone on drop (also if a source panics while the leader dispatches).
-struct Presence<'a> {
-    engine: &'a Engine,
-    outer: (usize, bool),
-}
-
-impl<'a> Presence<'a> {
-    fn enter(engine: &'a Engine) -> Self {
-        // SeqCst: announced before `done()` is read (see `Driver::wait_for`).
-        engine.sleepers.fetch_add(1, Ordering::SeqCst);
-        let outer = WAITING.with(|w| w.replace((engine.addr(), false)));
-        Self { engine, outer }
-    }
-
-    fn set_leading(&self, yes: bool) {
-        WAITING.with(|w| w.set((self.engine.addr(), yes)));
-    }
-}
-
-impl Drop for Presence<'_> {
-    fn drop(&mut self) {
-        WAITING.with(|w| w.set(self.outer));
-        self.engine.sleepers.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
-            .field("sleepers", &self.sleepers.load(Ordering::Relaxed))
+            .field("sleepers", &self.waiters.sleepers())
             .finish()
     }
 }
@@ -205,9 +160,7 @@ impl Engine {
             sources: Mutex::new(Slab::new()),
             streams: Mutex::new(Slab::new()),
             scratch: Mutex::new(LeaderScratch::default()),
-            roles: Mutex::new(Roles::default()),
-            cond: Condvar::new(),
-            sleepers: AtomicUsize::new(0),
+            waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
             timers: Mutex::new(Vec::new()),
             has_timers: AtomicBool::new(false),
@@ -490,7 +443,7 @@ impl Driver for Engine {
     /// found is slept through. The caller has typically just polled its CQ, which read its
     /// sockets: a second pass would only repeat `EAGAIN`s.
     fn wait_for(&self, done: &dyn Fn() -> bool, timeout: Option<Duration>) {
-        let me = Presence::enter(self);
+        let me = self.waiters.enter();
         // Timers first: what they complete is this thread's own doing, which wakes nobody,
         // so the check below must come after.
         let timeout = match (timeout, self.run_timers()) {
@@ -499,25 +452,9 @@ impl Driver for Engine {
         };
         // The role is taken and `done()` checked under the lock `notify` reads the roles
         // under: a completion elsewhere either precedes the check or finds this sleeper.
-        let mut roles = self.lock_roles();
-        if done() {
+        let Some(_lead) = me.take_role(done, timeout) else {
             return;
-        }
-        if roles.leader {
-            roles.followers += 1;
-            let seen = roles.generation;
-            let t = timeout.unwrap_or(Duration::from_secs(3600));
-            let (mut roles, _) = self
-                .cond
-                .wait_timeout_while(roles, t, |r| r.generation == seen)
-                .unwrap_or_else(|e| e.into_inner());
-            roles.followers -= 1;
-            return;
-        }
-        roles.leader = true;
-        drop(roles);
-        let _lead = Leadership { engine: self };
-        me.set_leading(true);
+        };
         {
             let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
             if self.fd_exported.load(Ordering::SeqCst) {
@@ -527,7 +464,6 @@ impl Driver for Engine {
             }
         }
         self.run_timers();
-        me.set_leading(false);
         // `_lead` hands over to a follower, if any, before `me` leaves.
     }
 
@@ -537,61 +473,13 @@ impl Driver for Engine {
             // An external event loop watches the descriptor (and so does our leader).
             self.wake_leader();
         }
-        let (here, leading) = WAITING.with(Cell::get);
-        let in_wait = here == self.addr();
-        if in_wait && leading {
-            // The leader's own dispatch: it returns to its caller right after, which re-checks
-            // its condition, and hands over to the followers then (`Leadership`), which wakes
-            // them to re-check theirs.
-            return;
-        }
-        // SeqCst: pairs with `Presence::enter`; the request's status was stored (SeqCst)
-        // before this call.
-        if self.sleepers.load(Ordering::SeqCst) <= usize::from(in_wait) {
-            // Nobody else sleeps: the caller itself re-checks its condition.
-            return;
-        }
-        let mut roles = self.lock_roles();
-        let wake_leader = roles.leader && !exported;
-        // Followers would also wake through the leader's hand-over; waking them directly
-        // saves them that detour.
-        let wake_followers = roles.followers > 0;
-        if wake_followers {
-            roles.generation += 1;
-        }
-        drop(roles);
-        if wake_leader {
-            self.wake_leader();
-        }
-        if wake_followers {
-            self.cond.notify_all();
-        }
-    }
-}
-
-/// The leader role, given up on drop: followers (if any) are woken so that one takes over
-/// the `poll` while this thread returns to its caller.
-struct Leadership<'a> {
-    engine: &'a Engine,
-}
-
-impl Drop for Leadership<'_> {
-    fn drop(&mut self) {
-        let mut roles = self.engine.lock_roles();
-        roles.leader = false;
-        if roles.followers > 0 {
-            roles.generation += 1;
-            drop(roles);
-            self.engine.cond.notify_all();
-        }
+        // The leader's own dispatch wakes nobody; otherwise the leader (unless the write
+        // above woke it already) and the followers, if any (`kit::waiters`).
+        self.waiters.notify(exported, || self.wake_leader());
     }
 }
 
 impl Engine {
-    fn lock_roles(&self) -> std::sync::MutexGuard<'_, Roles> {
-        self.roles.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A stream wants an event the sleeping leader's `poll` set may lack: have the leader
     /// rebuild it. Not with the descriptor exported (streams sit in the epoll set with every
     /// event then), nor when this thread is the leader (it rebuilds the set before its next
@@ -600,21 +488,9 @@ impl Engine {
         if self.fd_exported.load(Ordering::Relaxed) {
             return;
         }
-        let (here, leading) = WAITING.with(Cell::get);
-        if here == self.addr() && leading {
-            return;
-        }
-        if self.sleepers.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        if self.lock_roles().leader {
+        if self.waiters.other_leader() {
             self.wake_leader();
         }
-    }
-
-    /// This engine's identity for `WAITING`.
-    fn addr(&self) -> usize {
-        self as *const Self as usize
     }
 
     /// Make the epoll set readable: the leader's `poll` (and an external event loop) returns.

@@ -18,3 +18,4 @@ pub mod mw;
 pub mod negotiate;
 pub mod overlapped;
 pub mod srq;
+pub mod waiters;
