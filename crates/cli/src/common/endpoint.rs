@@ -214,6 +214,11 @@ impl Endpoint {
                 return check(r);
             }
             ov.wait().map_err(err("notify"))?;
+            // The completion that woke us is taken before arming again: arming is not on the
+            // path from wake-up to answer (the next call arms, if it has to wait).
+            if let Some(r) = self.try_next() {
+                return check(r);
+            }
         }
     }
 

@@ -461,13 +461,13 @@ impl TcpQp {
     /// Resolve and check one local SGE; the registration is kept with the request.
     fn check_local(
         &self,
-        g: &mut Inner,
+        cache: &mut Weak<Registration>,
         s: &Sge,
         access: Access,
     ) -> std::result::Result<Seg, AccessError> {
         let addr = s.buffer as usize as u64;
         let len = u64::from(s.buffer_length);
-        let reg = match g.cache.upgrade() {
+        let reg = match cache.upgrade() {
             Some(r) if r.token == s.memory_region_token && r.is_valid() => r,
             _ => {
                 let r = self
@@ -475,7 +475,7 @@ impl TcpQp {
                     .mrs
                     .lookup(s.memory_region_token)
                     .ok_or(AccessError::InvalidToken)?;
-                g.cache = Arc::downgrade(&r);
+                *cache = Arc::downgrade(&r);
                 r
             }
         };
@@ -510,20 +510,18 @@ impl TcpQp {
             self.complete_recv(context, Status::CANCELED, 0, false);
             return Ok(());
         }
-        let mut segs = [const { Seg::EMPTY }; 64];
-        let n = sge.len().min(segs.len());
-        for (i, s) in sge.iter().enumerate().take(n) {
-            match self.check_local(&mut g, s, Access::LocalWrite) {
-                Ok(seg) => segs[i] = seg,
-                Err(_) => {
-                    // An error completion moves the queue pair to the error state (R-QP-6).
-                    self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
-                    self.end(&mut g, local_catastrophic(), Status::CONNECTION_REFUSED);
-                    return Ok(());
-                }
-            }
+        let Inner { rq, cache, .. } = &mut *g;
+        let checked = rq.push_with(
+            sge.len(),
+            |i| self.check_local(cache, &sge[i], Access::LocalWrite),
+            |_| RecvWr { context, total },
+        );
+        if checked.is_err() {
+            // An error completion moves the queue pair to the error state (R-QP-6).
+            self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
+            self.end(&mut g, local_catastrophic(), Status::CONNECTION_REFUSED);
+            return Ok(());
         }
-        g.rq.push(RecvWr { context, total }, segs.into_iter().take(n));
         // A Send may be waiting for this buffer.
         if g.rx.is_stalled() {
             self.progress_locked(&mut g);
@@ -588,42 +586,44 @@ impl TcpQp {
             // a peer with IRD 0): such a Read could never be issued.
             return fail(Status::INVALID_DEVICE_REQUEST);
         }
-        let mut wr = SendWr::new(context, kind, flags, total);
+        let wr = SendWr::new(context, kind, flags, total);
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
-        let mut segs = [const { Seg::EMPTY }; MAX_INLINE_SGE];
-        let mut n = 0;
-        if !inline {
+        if inline {
+            // Inline data is captured now: the application may reuse its buffer at once.
+            g.tx.stash_inline(sge);
+            g.sq.push_bare(wr);
+        } else {
             // A Read's sink must be locally writable; a Send's or Write's source readable.
             let access = if is_read {
                 Access::LocalWrite
             } else {
                 Access::LocalRead
             };
-            for (i, s) in sge.iter().enumerate() {
-                match self.check_local(&mut g, s, access) {
-                    Ok(seg) => segs[i] = seg,
-                    Err(_) => {
-                        wr.error = Some(Status::ACCESS_VIOLATION);
-                        n = 0;
-                        break;
+            let Inner { sq, cache, .. } = &mut *g;
+            let mut wr = Some(wr);
+            let checked = sq.push_with(
+                sge.len(),
+                |i| self.check_local(cache, &sge[i], access),
+                |segs| {
+                    let mut wr = wr.take().expect("built once");
+                    if is_read {
+                        let nonempty = segs.iter().filter(|s| s.len > 0).count();
+                        wr.parts = nonempty.max(1) as u16;
                     }
-                }
-                n = i + 1;
+                    wr
+                },
+            );
+            if checked.is_err() {
+                // Queued without segments, to fail in its turn (R-QP-6).
+                let mut wr = wr.take().expect("not queued");
+                wr.error = Some(Status::ACCESS_VIOLATION);
+                g.sq.push_bare(wr);
             }
         }
-        if is_read {
-            let nonempty = segs[..n].iter().filter(|s| s.len > 0).count();
-            wr.parts = nonempty.max(1) as u16;
-        }
-        if inline && wr.error.is_none() {
-            // Inline data is captured now: the application may reuse its buffer at once.
-            g.tx.stash_inline(sge);
-        }
-        g.sq.push(wr, segs.into_iter().take(n));
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
         Ok(())
@@ -1089,19 +1089,22 @@ impl TcpQp {
         let Some(t) = srq.take_or_wait(srq_scratch, &self.me, srq_listed) else {
             return false;
         };
-        let segs = srq_scratch[..t.segs].iter_mut().map(|s| Seg {
-            addr: s.addr,
-            len: s.len,
-            reg: s.reg.take(),
-        });
-        rq.push(
-            RecvWr {
+        let taken = rq.push_with(
+            t.segs,
+            |i| {
+                let s = &mut srq_scratch[i];
+                Ok::<_, std::convert::Infallible>(Seg {
+                    addr: s.addr,
+                    len: s.len,
+                    reg: s.reg.take(),
+                })
+            },
+            |_| RecvWr {
                 context: t.context,
                 total: t.total,
             },
-            segs,
         );
-        true
+        taken.is_ok()
     }
 
     /// A Receive was posted to this queue pair's SRQ while it was on the stalled list (which
@@ -1217,7 +1220,7 @@ impl TcpQp {
         let reg = window.bind(parent, buffer, len, flags, self.id)?;
         drop(slot);
         g.windows.push(reg);
-        g.sq.push(wr, std::iter::empty());
+        g.sq.push_bare(wr);
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
         Ok(())
@@ -1251,7 +1254,7 @@ impl TcpQp {
             // another queue pair).
             None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
         }
-        g.sq.push(wr, std::iter::empty());
+        g.sq.push_bare(wr);
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
         Ok(())

@@ -55,15 +55,40 @@ impl<T> WrQueue<T> {
         (self.head_slot + i) % self.cap
     }
 
-    /// Append a request; `segs` must fit (`max_segs`) and the queue must not be full.
-    pub(crate) fn push(&mut self, wr: T, segs: impl ExactSizeIterator<Item = Seg>) {
-        debug_assert!(!self.is_full() && segs.len() <= self.per);
+    /// Append a request whose segments are made in place, one per source element, by
+    /// `make`: `n` must fit (`max_segs`) and the queue must not be full. If `make` fails, the
+    /// segments made so far are released and nothing is queued. (Made in place because a
+    /// request's segments are up to 64 × 24 bytes: building them on the stack and moving them
+    /// in cost a copy and a drop loop of that size per post.)
+    pub(crate) fn push_with<E>(
+        &mut self,
+        n: usize,
+        mut make: impl FnMut(usize) -> Result<Seg, E>,
+        wr: impl FnOnce(&[Seg]) -> T,
+    ) -> Result<(), E> {
+        debug_assert!(!self.is_full() && n <= self.per);
         let base = self.slot(self.wrs.len()) * self.per;
-        let n = segs.len();
-        for (dst, s) in self.segs[base..base + n].iter_mut().zip(segs) {
-            *dst = s;
+        let slots = &mut self.segs[base..base + n];
+        for i in 0..n {
+            match make(i) {
+                Ok(seg) => slots[i] = seg,
+                Err(e) => {
+                    for s in &mut slots[..i] {
+                        s.reg = None;
+                    }
+                    return Err(e);
+                }
+            }
         }
+        let wr = wr(slots);
         self.wrs.push_back((wr, n as u16));
+        Ok(())
+    }
+
+    /// Append a request with no segments; the queue must not be full.
+    pub(crate) fn push_bare(&mut self, wr: T) {
+        debug_assert!(!self.is_full());
+        self.wrs.push_back((wr, 0));
     }
 
     /// The `i`-th request from the front and its segments.
@@ -95,15 +120,6 @@ impl<T> WrQueue<T> {
         self.head_slot = (self.head_slot + 1) % self.cap;
         Some(wr)
     }
-}
-
-impl Seg {
-    /// An unused slot.
-    pub(crate) const EMPTY: Self = Self {
-        addr: 0,
-        len: 0,
-        reg: None,
-    };
 }
 
 /// Total bytes of an ND scatter/gather list.
