@@ -104,9 +104,12 @@ impl CompletionQueue for ShmCq {
         // The count is kept by `CqCore` with plain stores under its lock: no read-modify-write
         // here or in `push` (issue 5: each costs about 2 ns on the data path).
         if self.core.queued_hint() == 0 {
-            self.poll_links();
-            if self.core.queued_hint() == 0 {
-                return 0;
+            // What the drive completes here comes straight back (`CqCore::drive_collecting`).
+            let n = self.core.drive_collecting(out, || {
+                self.poll_links();
+            });
+            if n > 0 || self.core.queued_hint() == 0 {
+                return n;
             }
         }
         self.core.get_results(out)

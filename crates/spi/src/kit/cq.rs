@@ -4,9 +4,11 @@
 //! into it. `get_results` drives those queue pairs' I/O itself when the queue is empty, so a
 //! busy-polling caller needs no helper thread: the poll *is* the progress.
 
+mod direct;
+
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use crate::kit::overlapped::{Driver, OvRecycler, Overlapped, PendingRequests};
@@ -53,6 +55,10 @@ pub struct CqCore {
     /// `entries.len()` as of the last change, stored (not read-modify-written) under the lock:
     /// lets a poller see an empty queue without taking the lock (see [`CqCore::queued_hint`]).
     queued: AtomicUsize,
+    /// A Notify is armed or the queue overran, stored under the lock like `queued`: a
+    /// completion made by a polling call's own drive must then take the queue (and its
+    /// notification rules), not go straight to the caller (`direct`).
+    owes_notify: AtomicBool,
     sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
     driver: Arc<dyn Driver>,
 }
@@ -89,6 +95,7 @@ impl CqCore {
                 recycler: OvRecycler::new(),
             }),
             queued: AtomicUsize::new(0),
+            owes_notify: AtomicBool::new(false),
             sources: RwLock::new(Vec::new()),
             driver,
         }
@@ -96,6 +103,20 @@ impl CqCore {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This queue's identity for the thread-local collector.
+    fn id(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Run `drive` (I/O that may complete requests here) on behalf of a `get_results` that
+    /// found the queue empty: completions it makes on this thread for this queue go straight
+    /// into `out` (up to its length) when nothing could tell that from push-then-take — the
+    /// queue is empty, no Notify is armed, no overrun (`direct` module). Returns how many
+    /// went to `out`; any others were queued, after them, as usual.
+    pub fn drive_collecting(&self, out: &mut [NdResult], drive: impl FnOnce()) -> usize {
+        direct::collect(self.id(), out, drive)
     }
 
     /// The driver of the adapter this CQ belongs to.
@@ -129,9 +150,16 @@ impl CqCore {
     /// Queue one completion. Never fails: beyond the depth the CQ enters the overrun state, which
     /// `notify` reports as `ND_BUFFER_OVERFLOW`, but the completion itself is kept, not lost.
     pub fn push(&self, r: NdResult, kind: PushKind) {
+        let eligible = || {
+            self.queued.load(Ordering::Acquire) == 0 && !self.owes_notify.load(Ordering::Acquire)
+        };
+        if direct::offer(self.id(), &r, eligible) {
+            return;
+        }
         let mut i = self.lock();
         if i.entries.len() >= i.depth as usize {
             i.overrun = true;
+            self.owes_notify.store(true, Ordering::Release);
         }
         i.entries.push_back(r);
         self.queued.store(i.entries.len(), Ordering::Release);
@@ -154,6 +182,7 @@ impl CqCore {
                 Status::SUCCESS
             };
             i.armed = None;
+            self.owes_notify.store(i.overrun, Ordering::Release);
             i.waiters.complete_all((), status);
             // The entry that fired a notification cannot fire a later one.
             i.triggers = Triggers::default();
@@ -187,7 +216,10 @@ impl CqCore {
         if n > 0 || !drive {
             return n;
         }
-        self.progress();
+        let n = self.drive_collecting(out, || self.progress());
+        if n > 0 {
+            return n;
+        }
         self.take(out, false).0
     }
 
@@ -243,6 +275,7 @@ impl CqCore {
         if rank(Some(ty)) > rank(i.armed) {
             i.armed = Some(ty);
         }
+        self.owes_notify.store(true, Ordering::Release);
         c.allow_cancel();
         i.waiters.push((), c);
         i.fresh_arm = true;
@@ -295,6 +328,7 @@ impl CqCore {
     pub fn cancel_overlapped_requests(&self) {
         let mut i = self.lock();
         i.armed = None;
+        self.owes_notify.store(i.overrun, Ordering::Release);
         i.waiters.cancel_all();
     }
 }
@@ -320,6 +354,75 @@ mod tests {
             request_context: 2,
             request_type: RequestType::Send,
         }
+    }
+
+    /// A queue pair stand-in whose I/O, when driven, completes `n` requests into `cq` (contexts
+    /// 0, 1, ...) and one into `other`, if given.
+    struct Completer {
+        cq: Arc<CqCore>,
+        other: Option<Arc<CqCore>>,
+        n: u64,
+    }
+
+    impl ProgressSource for Completer {
+        fn progress(&self) {
+            for k in 0..self.n {
+                let mut e = r(Status::SUCCESS);
+                e.request_context = k;
+                self.cq.push(e, PushKind::default());
+            }
+            if let Some(o) = &self.other {
+                o.push(r(Status::SUCCESS), PushKind::default());
+            }
+        }
+    }
+
+    fn driven(n: u64, other: Option<Arc<CqCore>>) -> (Arc<CqCore>, Arc<Completer>) {
+        let cq = Arc::new(CqCore::new(8, Arc::new(NullDriver)));
+        let src = Arc::new(Completer {
+            cq: cq.clone(),
+            other,
+            n,
+        });
+        let weak: Weak<dyn ProgressSource> = Arc::downgrade(&src) as Weak<dyn ProgressSource>;
+        cq.attach(weak);
+        (cq, src)
+    }
+
+    #[test]
+    fn driven_completions_come_back_in_order_and_the_rest_stays_queued() {
+        let other = Arc::new(CqCore::new(8, Arc::new(NullDriver)));
+        let (cq, _src) = driven(3, Some(other.clone()));
+        let mut out = [NdResult::EMPTY; 2];
+        assert_eq!(cq.get_results(&mut out), 2);
+        assert_eq!(
+            [out[0].request_context, out[1].request_context],
+            [0, 1],
+            "made by this call's drive, in order"
+        );
+        assert_eq!(cq.queued_hint(), 1, "the third had no room: queued");
+        assert_eq!(other.queued_hint(), 1, "another CQ's completion went to it");
+        // The queued one was pushed (its notification rules apply): Notify fires at once.
+        assert!(cq.notify(NotifyType::Any).is_complete());
+        let mut one = [NdResult::EMPTY; 1];
+        assert_eq!(cq.get_results(&mut one), 1);
+        assert_eq!(one[0].request_context, 2);
+    }
+
+    #[test]
+    fn an_armed_notify_is_not_bypassed_by_a_driven_completion() {
+        let (cq, _src) = driven(1, None);
+        let ov = cq.notify(NotifyType::Any);
+        let mut out = [NdResult::EMPTY; 4];
+        // The re-poll right after arming does not drive (`get_results`); the next one does.
+        assert_eq!(cq.get_results(&mut out), 0);
+        assert!(!ov.is_complete());
+        assert_eq!(cq.get_results(&mut out), 1);
+        assert_eq!(
+            ov.try_result(),
+            Some(Ok(())),
+            "the completion the drive made fired the armed Notify"
+        );
     }
 
     #[test]
