@@ -219,6 +219,40 @@ fn bad_crc() {
     );
 }
 
+/// The CRC of a segment that arrives whole is checked in one pass when its header is parsed,
+/// that of a segment in pieces as the pieces come; either way the mismatch is reported at the
+/// segment's end, after its header and payload events.
+#[test]
+fn bad_crc_is_reported_at_the_end_whole_or_in_pieces() {
+    let mut f = hex(SEND_8_3);
+    f[25] ^= 1;
+    for piece in [f.len(), 1, 3, 20] {
+        let mut d = Deframer::new(true, 65535);
+        let mut events = Vec::new();
+        let mut rest: &[u8] = &f;
+        let err = loop {
+            let chunk = &rest[..piece.min(rest.len())];
+            match d.next(chunk) {
+                Ok((ev, n)) => {
+                    if let Some(ev) = ev {
+                        events.push(match ev {
+                            Event::Header(_) => "header",
+                            Event::Payload(_) => "payload",
+                            Event::End => "end",
+                        });
+                    }
+                    rest = &rest[n..];
+                    assert!(!rest.is_empty(), "the stream ended without the error");
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.error, TermError::LlpCrcError, "pieces of {piece}");
+        assert_eq!(events.first(), Some(&"header"), "pieces of {piece}");
+        assert!(events.contains(&"payload") && !events.contains(&"end"));
+    }
+}
+
 #[test]
 fn bad_ddp_version() {
     let mut f = hex(SEND_8_3);

@@ -176,6 +176,11 @@ pub struct Deframer {
     staged: usize,
     remaining: usize,
     crc: u32,
+    /// The current segment arrived whole in one input, so its CRC was checked at once, in one
+    /// pass over the contiguous bytes, rather than in three pieces (headers, payload, pad); the
+    /// verdict is reported at the segment's end, as usual. (A small Send is one segment: this
+    /// saves two CRC calls and their setup per message.)
+    crc_verdict: Option<bool>,
     trailer: [u8; 7],
     trailer_len: usize,
     trailer_got: usize,
@@ -199,6 +204,7 @@ impl Deframer {
             staged: 0,
             remaining: 0,
             crc: 0,
+            crc_verdict: None,
             trailer: [0; 7],
             trailer_len: 0,
             trailer_got: 0,
@@ -291,7 +297,10 @@ impl Deframer {
     }
 
     fn account_payload(&mut self, data: &[u8]) {
-        if self.crc_on {
+        // With a verdict, these bytes were already covered: they are the stream's next bytes,
+        // which the input that held the whole segment showed (stream semantics: unconsumed
+        // input is presented again, or read from the socket by `payload_direct`, unchanged).
+        if self.crc_on && self.crc_verdict.is_none() {
             self.crc = crc::crc32c_append(self.crc, data);
         }
         self.remaining -= data.len();
@@ -330,6 +339,20 @@ impl Deframer {
             consumed += take;
         }
         let sh = self.finish_header()?;
+        // All header bytes came from this input (none staged by an earlier call) and the
+        // whole segment is there too: check its CRC now, in one pass.
+        if self.crc_on {
+            let len = LENGTH_FIELD_LEN + usize::from(sh.ulpdu_len) + self.trailer_len;
+            match input.get(..len) {
+                Some(f) if self.staged == consumed => {
+                    let (covered, wire) = f.split_at(len - CRC_LEN);
+                    let wire = u32::from_le_bytes([wire[0], wire[1], wire[2], wire[3]]);
+                    self.crc_verdict = Some(crc::crc_matches(wire, crc::crc32c(covered)));
+                }
+                // RFC 5044 §4.4: the CRC covers the length field onwards.
+                _ => self.crc = crc::crc32c(&self.hdr[..self.staged]),
+            }
+        }
         Ok((Some(Event::Header(sh)), consumed))
     }
 
@@ -464,10 +487,6 @@ impl Deframer {
         raw_ddp[..ddp_len].copy_from_slice(&self.hdr[LENGTH_FIELD_LEN..base]);
         // prefix ≤ 2 + ulpdu was checked by header_need.
         let payload_len = LENGTH_FIELD_LEN + ulpdu - prefix;
-        if self.crc_on {
-            // RFC 5044 §4.4: the CRC covers the length field onwards.
-            self.crc = crc::crc32c(&self.hdr[..prefix]);
-        }
         self.remaining = payload_len;
         self.trailer_len = pad_len(ulpdu) + CRC_LEN;
         self.trailer_got = 0;
@@ -499,7 +518,11 @@ impl Deframer {
             return Ok((None, take));
         }
         let pad = self.trailer_len - CRC_LEN;
-        if self.crc_on {
+        if let Some(ok) = self.crc_verdict.take() {
+            if !ok {
+                return Err(FramingError::bare(TermError::LlpCrcError));
+            }
+        } else if self.crc_on {
             // RFC 5044 §4.4: the pad is covered; the CRC is little-endian on the wire.
             let computed = crc::crc32c_append(self.crc, &self.trailer[..pad]);
             let mut wire = [0u8; CRC_LEN];

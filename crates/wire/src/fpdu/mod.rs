@@ -124,11 +124,15 @@ pub fn encode_trailer(prefix: &[u8], payload: &[&[u8]], crc_on: bool, out: &mut 
     let pad = (4 - total % 4) % 4;
     out[..pad].fill(0);
     let value = if crc_on {
+        // Empty pieces are skipped: each call has a fixed cost that dominates small frames.
         let mut c = crc::crc32c(prefix);
-        for p in payload {
+        for p in payload.iter().filter(|p| !p.is_empty()) {
             c = crc::crc32c_append(c, p);
         }
-        crc::crc32c_append(c, &out[..pad])
+        if pad > 0 {
+            c = crc::crc32c_append(c, &out[..pad]);
+        }
+        c
     } else {
         // RFC 5044 §4.4: without CRC the field is still present; send zeros
         // like siw does.
