@@ -31,6 +31,9 @@ const MAX_IOV: usize = 64;
 /// Pieces that fit the small stack arrays of the common case (one frame, or a header, one
 /// payload and a trailer).
 const FEW_IOV: usize = 4;
+/// Written bytes at the front of the staging buffer are dropped once there are this many and
+/// they are at least half of it ([`Tx::compact`]).
+const COMPACT_MIN: usize = 64 << 10;
 
 #[derive(Debug, Clone, Copy)]
 enum Chunk {
@@ -440,6 +443,7 @@ impl Tx {
     /// Write queued chunks until the socket would block. Returns what was completely handed
     /// to TCP.
     pub(crate) fn write_to(&mut self, sock: &Socket) -> std::io::Result<Written> {
+        self.compact();
         // Each chunk makes at most one I/O vector entry: few chunks, a small array (as in
         // `encode_message`).
         if self.chunks.len() <= FEW_IOV {
@@ -511,6 +515,32 @@ impl Tx {
         }
     }
 
+    /// Drop the written bytes at the front of `staged` once they are most of it. `staged` is
+    /// otherwise emptied only when every queued chunk is written, which a stream that never
+    /// fully drains (a sender that outpaces its peer keeps requests queued) never reaches: it
+    /// would grow for as long as that lasts, and its `u32` offsets would wrap. Moving the live
+    /// tail down costs at most the bytes appended since the last move, so it is O(1) per byte.
+    fn compact(&mut self) {
+        let first = self.chunks.iter().find_map(|c| match *c {
+            Chunk::Staged { start, .. } => Some(start as usize),
+            _ => None,
+        });
+        let Some(first) = first else {
+            // Nothing queued refers to `staged`.
+            self.staged.clear();
+            return;
+        };
+        if first < COMPACT_MIN || first < self.staged.len() / 2 {
+            return;
+        }
+        self.staged.drain(..first);
+        for c in &mut self.chunks {
+            if let Chunk::Staged { start, .. } = c {
+                *start -= first as u32;
+            }
+        }
+    }
+
     fn pop_markers(&mut self, w: &mut Written) {
         loop {
             match self.chunks.front() {
@@ -567,4 +597,53 @@ fn gather(segs: &[Seg], off: u64, n: u64, out: &mut [&[u8]]) -> usize {
         k += 1;
     }
     k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sender that keeps requests queued while its peer reads slowly never lets the output
+    /// drain: its staging buffer must stay bounded anyway (it used to grow with every frame
+    /// until the queue emptied, and its offsets are 32-bit).
+    #[test]
+    fn staging_stays_bounded_while_output_never_drains() {
+        use std::io::Read;
+        let (a, b) = Socket::pair(socket2::Domain::UNIX, socket2::Type::STREAM, None).unwrap();
+        a.set_send_buffer_size(16 << 10).unwrap();
+        b.set_nonblocking(true).unwrap();
+        let mut reader: std::os::unix::net::UnixStream = std::os::fd::OwnedFd::from(b).into();
+        let payload = vec![7u8; 512];
+        let seg = [crate::qp::queue::Seg {
+            addr: payload.as_ptr() as usize as u64,
+            len: payload.len() as u32,
+            reg: None,
+        }];
+        let mut tx = Tx::new();
+        tx.start(65504);
+        let (mut queued, mut sent, mut got) = (0usize, 0usize, 0usize);
+        let mut buf = [0u8; 400];
+        let mut peak = 0;
+        while sent < 20_000 {
+            // At most 32 requests outstanding, as a send queue of that depth allows.
+            while queued < 32 {
+                tx.encode_send(&seg, 512, OpFlags::empty(), true);
+                queued += 1;
+            }
+            let w = tx.write_to(&a).unwrap();
+            queued -= w.done;
+            sent += w.done;
+            peak = peak.max(tx.staged.len());
+            // The peer reads less than a frame per round: the output never drains.
+            if let Ok(n) = reader.read(&mut buf) {
+                got += n;
+            }
+        }
+        assert!(tx.has_output(), "the test must keep output queued");
+        assert!(got < sent * 540, "the peer must fall behind");
+        assert!(
+            peak < 4 * COMPACT_MIN,
+            "staging grew to {peak} bytes for {sent} frames"
+        );
+    }
 }
