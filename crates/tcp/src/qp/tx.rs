@@ -614,7 +614,7 @@ mod tests {
         b.set_nonblocking(true).unwrap();
         let mut reader: std::os::unix::net::UnixStream = std::os::fd::OwnedFd::from(b).into();
         let payload = vec![7u8; 512];
-        let seg = [crate::qp::queue::Seg {
+        let seg = [Seg {
             addr: payload.as_ptr() as usize as u64,
             len: payload.len() as u32,
             reg: None,
