@@ -362,6 +362,11 @@ impl Tx {
         if self.stash_lens.is_empty() {
             self.stash.clear();
             self.stash_off = 0;
+        } else if self.stash_off >= COMPACT_MIN && self.stash_off >= self.stash.len() / 2 {
+            // Requests keep waiting (behind fenced Reads, say): drop the encoded front, as
+            // `compact` does for `staged`, so the stash cannot grow without bound.
+            self.stash.drain(..self.stash_off);
+            self.stash_off = 0;
         }
         msn
     }
@@ -645,5 +650,31 @@ mod tests {
             peak < 4 * COMPACT_MIN,
             "staging grew to {peak} bytes for {sent} frames"
         );
+    }
+
+    /// Inline payloads that always have one more waiting to be encoded (a request held
+    /// behind a fence keeps the stash from emptying) must not grow the stash without bound.
+    #[test]
+    fn inline_stash_stays_bounded_while_requests_keep_waiting() {
+        let mut payload = vec![3u8; 512];
+        let sge = [Sge {
+            buffer: payload.as_mut_ptr(),
+            buffer_length: 512,
+            memory_region_token: 0,
+        }];
+        let mut tx = Tx::new();
+        tx.start(65504);
+        tx.stash_inline(&sge);
+        let mut peak = 0;
+        for _ in 0..20_000 {
+            tx.stash_inline(&sge);
+            tx.encode_stashed_inline(OpFlags::INLINE, None, true);
+            peak = peak.max(tx.stash.len());
+            // Keep the encoded frames from piling up: this test is about the stash.
+            tx.chunks.clear();
+            tx.staged.clear();
+        }
+        assert_eq!(tx.stash_lens.len(), 1, "one payload always waits");
+        assert!(peak < 4 * COMPACT_MIN, "the stash grew to {peak} bytes");
     }
 }
