@@ -369,3 +369,55 @@ fn windows_are_unbound_when_their_connection_ends() {
         Ok(())
     });
 }
+
+/// nd-reference G10: applications release objects in any order, windows while still bound.
+/// A released window unbinds itself: its region deregisters (no ND_DEVICE_BUSY, and the
+/// Deregister completes), the peer's access through its token is refused, and binding and
+/// releasing windows over and over keeps nothing bound.
+#[test]
+fn a_released_window_is_unbound() {
+    each("rdma-window-released", |p, ip| {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let server = Side::on(&a, SideConfig::default())?;
+        let client = Side::on(&a, SideConfig::default())?;
+        let _listener = connect_pair(&server, &client, ip)?;
+        let region = client.register_again(MrFlags::ALLOW_LOCAL_WRITE)?;
+        let mut last = 0;
+        for i in 0..100u64 {
+            let w = a.create_memory_window().ctx("CreateMemoryWindow")?;
+            client
+                .qp
+                .bind(
+                    i,
+                    &region,
+                    &w,
+                    client.buf.as_ptr(),
+                    4096,
+                    OpFlags::ALLOW_WRITE,
+                )
+                .ctx("Bind")?;
+            let r = next_results(&client.scq, 1, "Bind")?;
+            done(RequestType::Bind, Status::SUCCESS, i, client.qp_context).check(&r[0], "Bind")?;
+            last = w.get_remote_token();
+            drop(w);
+        }
+        let ov = region
+            .deregister()
+            .ctx("Deregister after its windows were released")?;
+        wait_ok(&ov, "Deregister after its windows were released")?;
+        server
+            .rdma_write(7, &[0..8], client.addr(0), last, OpFlags::empty())
+            .ctx("Write through a released window")?;
+        let r = next_results(&server.scq, 1, "Write through a released window")?;
+        done(
+            RequestType::Write,
+            Status::ACCESS_VIOLATION,
+            7,
+            server.qp_context,
+        )
+        .check(&r[0], "Write through a released window (D6)")?;
+        Ok(())
+    });
+}

@@ -279,7 +279,9 @@ struct Inner {
     /// peer's other flag: `Link::wake_peer_for_space`.)
     wake_owed: bool,
     /// Windows bound through this queue pair (unbound when the connection ends).
-    windows: Vec<Arc<Registration>>,
+    /// Windows bound through this queue pair (weak, as in tcp: the table holds them while
+    /// bound; a released window unbinds itself).
+    windows: Vec<Weak<Registration>>,
     /// Last registration a peer's one-sided request resolved to (weak: a Deregister must not
     /// wait for it).
     rcache: Weak<Registration>,
@@ -1847,7 +1849,9 @@ impl ShmQp {
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered (as tcp).
         for w in std::mem::take(&mut g.windows) {
-            self.unbind(&w);
+            if let Some(w) = w.upgrade() {
+                self.unbind(&w);
+            }
         }
     }
 
@@ -2013,7 +2017,8 @@ impl ShmQp {
         }
         let reg = window.bind(parent, buffer, len, flags, self.id)?;
         drop(slot);
-        g.windows.push(reg);
+        g.windows.retain(|w| w.strong_count() > 0);
+        g.windows.push(Arc::downgrade(&reg));
         g.sq.push(wr, &mut []);
         self.progress_tx(&mut g);
         Ok(())
@@ -2043,7 +2048,7 @@ impl ShmQp {
             return Ok(());
         }
         match window.unbind_from(self.id) {
-            Some(r) => g.windows.retain(|w| !Arc::ptr_eq(w, &r)),
+            Some(r) => g.windows.retain(|w| w.as_ptr() != Arc::as_ptr(&r)),
             // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
             // another queue pair).
             None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),

@@ -194,6 +194,19 @@ impl<A: AdapterState> Window<A> {
     }
 }
 
+/// Releasing a bound window unbinds it (`nd-reference.md` G10: applications release objects in
+/// any order, windows while still bound): its token stops working for the peer at once, and
+/// its region may be deregistered again. Without this the binding would outlive the object
+/// until the connection ended.
+impl<A: AdapterState> Drop for Window<A> {
+    fn drop(&mut self) {
+        let cur = self.lock();
+        if let Some(r) = Self::bound(&cur) {
+            unbind(self.adapter.registrations(), &r);
+        }
+    }
+}
+
 impl<A: AdapterState> MemoryWindow for Window<A> {
     fn as_any(&self) -> &dyn Any {
         self

@@ -260,7 +260,10 @@ pub(crate) struct Inner {
     /// others are flushed `ND_CANCELED` (iwarp-wire.md §4.4, attribution).
     pub(crate) failed: Option<(u64, Status)>,
     /// Windows bound through this queue pair (unbound when the connection ends).
-    pub(crate) windows: Vec<Arc<Registration>>,
+    /// Windows bound through this queue pair, to unbind when its connection ends. Weak: the
+    /// registration table holds them while bound; a window the application released unbinds
+    /// itself (`kit::mw::Window`'s drop), and its entry here is then dead and pruned.
+    pub(crate) windows: Vec<Weak<Registration>>,
     /// Closed, with output still to hand to TCP before the FIN.
     pub(crate) shutdown_pending: bool,
     /// The pending Accept, completed by the initiator's first FPDU.
@@ -905,7 +908,9 @@ impl TcpQp {
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered.
         for w in std::mem::take(&mut g.windows) {
-            self.unbind(&w);
+            if let Some(w) = w.upgrade() {
+                self.unbind(&w);
+            }
         }
     }
 
@@ -1219,7 +1224,8 @@ impl TcpQp {
         }
         let reg = window.bind(parent, buffer, len, flags, self.id)?;
         drop(slot);
-        g.windows.push(reg);
+        g.windows.retain(|w| w.strong_count() > 0);
+        g.windows.push(Arc::downgrade(&reg));
         g.sq.push_bare(wr);
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
@@ -1249,7 +1255,7 @@ impl TcpQp {
             return Ok(());
         }
         match window.unbind_from(self.id) {
-            Some(r) => g.windows.retain(|w| !Arc::ptr_eq(w, &r)),
+            Some(r) => g.windows.retain(|w| w.as_ptr() != Arc::as_ptr(&r)),
             // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
             // another queue pair).
             None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
