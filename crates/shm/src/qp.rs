@@ -11,7 +11,7 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use netdirect_spi::kit::cq::{ProgressSource, PushKind};
@@ -28,9 +28,6 @@ use crate::mem::{self, InlineSges, Owned, OwnedMut, Prefixed, Seg, Segs, Src};
 use crate::ring::{flag, kind, Consumer, Desc, Producer, Violation, INLINE_MAX, RTS_MAX_SGES};
 use crate::srq::ShmSrq;
 use netdirect_spi::kit::srq::Seg as SrqSeg;
-
-/// Queue pair ids: a window remembers the queue pair it was bound through.
-static NEXT_QP_ID: AtomicU32 = AtomicU32::new(1);
 
 /// Largest RDMA Write that travels in one cell with its descriptor.
 const WRITE_INLINE_MAX: usize = INLINE_MAX - Desc::LEN;
@@ -359,7 +356,7 @@ pub(crate) struct ShmQp {
     srq: Option<Arc<ShmSrq>>,
     context: u64,
     /// This queue pair's id (a window bound through it carries it).
-    id: u32,
+    id: u64,
     max_transfer: u64,
     inline_size: u64,
     /// Set once, at establishment: lets a poll check the ring without the lock.
@@ -415,7 +412,7 @@ impl ShmQp {
             icq: icq.clone(),
             srq,
             context: cfg.context,
-            id: NEXT_QP_ID.fetch_add(1, Ordering::Relaxed),
+            id: netdirect_spi::kit::mr::new_qp_id(),
             max_transfer: u64::from(info.max_transfer_length),
             inline_size: u64::from(cfg.inline_data_size).max(INLINE_LIMIT),
             link: OnceLock::new(),

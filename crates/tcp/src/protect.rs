@@ -34,7 +34,7 @@ use netdirect_wire::rdmap::{ReadRequest, TermError};
 /// not call this for one.
 pub fn check_write(
     table: &Table,
-    qp: u32,
+    qp: u64,
     stag: u32,
     to: u64,
     len: u32,
@@ -61,7 +61,7 @@ pub fn check_write(
 /// without validating its source (RFC 5040 §5.2.1): `Ok(None)`.
 pub fn check_read_source(
     table: &Table,
-    qp: u32,
+    qp: u64,
     rr: &ReadRequest,
 ) -> Result<Option<Arc<Registration>>, TermError> {
     if rr.size == 0 {
@@ -143,7 +143,7 @@ pub fn check_read_response(
 
 /// A region serves every queue pair of its adapter (IND2MemoryRegion::Register remarks); a
 /// window only the queue pair it was bound through (IND2MemoryWindow remarks).
-fn associated(reg: &Registration, qp: u32) -> bool {
+fn associated(reg: &Registration, qp: u64) -> bool {
     match reg.kind {
         Kind::Region => true,
         Kind::Window => reg.bound_qp.load(std::sync::atomic::Ordering::Acquire) == qp,

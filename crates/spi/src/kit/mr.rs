@@ -9,7 +9,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::kit::overlapped::{Driver, OvCompleter, Overlapped};
@@ -53,6 +53,14 @@ pub enum Kind {
     Window,
 }
 
+/// A process-wide unique queue pair id, never 0: a window remembers the queue pair it was bound
+/// through by it. 64 bits, so ids are never reused (a 32-bit counter could wrap in a
+/// long-lived server and let a new queue pair pass an old window's check).
+pub fn new_qp_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// One live registration: a byte range with rights, known by its token.
 pub struct Registration {
     /// The token (STag) in host order.
@@ -69,8 +77,8 @@ pub struct Registration {
     valid: AtomicBool,
     /// Windows currently bound over this region (Deregister gives `ND_DEVICE_BUSY` while > 0).
     pub bound_windows: AtomicU32,
-    /// For a window: the queue pair it is bound through (an opaque id chosen by the provider).
-    pub bound_qp: AtomicU32,
+    /// For a window: the queue pair it is bound through ([`new_qp_id`]; 0 for none).
+    pub bound_qp: AtomicU64,
     /// For a window: the region it was bound over.
     pub parent: Option<Arc<Self>>,
     /// Keeps owned memory alive for as long as any in-flight request holds this registration.
@@ -219,7 +227,7 @@ impl Table {
             kind: n.kind,
             valid: AtomicBool::new(true),
             bound_windows: AtomicU32::new(0),
-            bound_qp: AtomicU32::new(0),
+            bound_qp: AtomicU64::new(0),
             parent: n.parent,
             _keepalive: n.keepalive,
             on_release: Mutex::new(None),

@@ -155,7 +155,7 @@ impl<A: AdapterState> Window<A> {
         buffer: *const u8,
         len: usize,
         flags: OpFlags,
-        qp_id: u32,
+        qp_id: u64,
     ) -> Result<Arc<Registration>> {
         let mut cur = self.lock();
         if Self::bound(&cur).is_some() {
@@ -186,7 +186,7 @@ impl<A: AdapterState> Window<A> {
     /// (it stops working when this returns) and give back its registration, for the queue pair
     /// to forget. `None` for a window not bound, or bound through another queue pair: the
     /// request then completes with `ND_INVALID_DEVICE_REQUEST` (`nd-reference.md` §2.9).
-    pub fn unbind_from(&self, qp_id: u32) -> Option<Arc<Registration>> {
+    pub fn unbind_from(&self, qp_id: u64) -> Option<Arc<Registration>> {
         let cur = self.lock();
         let r = Self::bound(&cur).filter(|r| r.bound_qp.load(Ordering::Acquire) == qp_id)?;
         unbind(self.adapter.registrations(), &r);

@@ -45,7 +45,6 @@ mod tx;
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
@@ -70,9 +69,6 @@ use crate::srq::TcpSrq;
 use queue::{Seg, WrQueue};
 use rx::Rx;
 use tx::Tx;
-
-/// Queue pair ids: a window remembers the queue pair it was bound through.
-static NEXT_QP_ID: AtomicU32 = AtomicU32::new(1);
 
 /// Most SGEs an INLINE request may carry (the SGE limit does not apply to them, §2.9).
 const MAX_INLINE_SGE: usize = 64;
@@ -313,7 +309,7 @@ impl Inner {
 pub(crate) struct TcpQp {
     me: Weak<Self>,
     /// This queue pair's id (windows bound through it carry it).
-    id: u32,
+    id: u64,
     pub(crate) shared: Arc<Shared>,
     rcq: Arc<TcpCq>,
     icq: Arc<TcpCq>,
@@ -388,7 +384,7 @@ impl TcpQp {
         let info = shared.info;
         let qp = Arc::new_cyclic(|me| Self {
             me: me.clone(),
-            id: NEXT_QP_ID.fetch_add(1, Ordering::Relaxed),
+            id: netdirect_spi::kit::mr::new_qp_id(),
             shared: shared.clone(),
             rcq: rcq.clone(),
             icq: icq.clone(),
