@@ -5,8 +5,9 @@
 //! its lock ([`CqCore::queued_hint`], kept with plain stores: no read-modify-write per
 //! completion). That count and the links of the queue pairs that complete here let an empty poll
 //! cost a few loads: no lock, no reference counting, no syscall. Only when a link has work (a record in the
-//! ring, space for a blocked Send, a peer that closed) is its queue pair driven; only when
-//! something is queued is `CqCore` consulted.
+//! ring, space for a blocked Send, a peer that closed) is its queue pair driven; what that
+//! drive completes here comes straight back to the caller (`CqCore::drive_collecting`), and only
+//! when something is queued is `CqCore`'s lock taken.
 
 use std::any::Any;
 use std::sync::atomic::Ordering;
