@@ -28,7 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The queue pair the stream belongs to.
-const QP: u32 = 1;
+const QP: u64 = 1;
 
 struct World {
     table: Table,
@@ -38,7 +38,7 @@ struct World {
 fn world() -> World {
     let table = Table::new();
     let mut regs = Vec::new();
-    let mut add = |base: usize, len: usize, flags: MrFlags, kind: Kind, qp: u32| {
+    let mut add = |base: usize, len: usize, flags: MrFlags, kind: Kind, qp: u64| {
         let r = table.insert(NewRegistration {
             base,
             len,
