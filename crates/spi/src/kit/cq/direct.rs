@@ -37,8 +37,9 @@ thread_local! {
 }
 
 /// Run `drive` with completions for the queue at `cq` collected (up to `out.len()`), then
-/// move them into `out`; returns how many. Not re-entrant: a nested collection on the same
-/// thread (none is expected) just runs its drive without collecting.
+/// move them into `out`; returns how many. Not re-entrant: a collection started inside a
+/// drive (a waker the drive ran polls again, say) just runs its own drive, and what that
+/// completes for the outer call's queue is the outer call's — delivered once either way.
 pub(super) fn collect(cq: usize, out: &mut [NdResult], drive: impl FnOnce()) -> usize {
     let started = COLLECTOR.with(|c| match c.try_borrow_mut() {
         Ok(mut c) if c.cq == 0 => {
