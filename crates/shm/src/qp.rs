@@ -276,9 +276,8 @@ struct Inner {
     /// peer's other flag: `Link::wake_peer_for_space`.)
     wake_owed: bool,
     /// Windows bound through this queue pair (unbound when the connection ends).
-    /// Windows bound through this queue pair (weak, as in tcp: the table holds them while
-    /// bound; a released window unbinds itself).
-    windows: Vec<Weak<Registration>>,
+    /// Windows bound through this queue pair.
+    windows: mw::BoundWindows,
     /// Last registration a peer's one-sided request resolved to (weak: a Deregister must not
     /// wait for it).
     rcache: Weak<Registration>,
@@ -321,7 +320,7 @@ impl Inner {
             ird: 0,
             ord: 0,
             wake_owed: false,
-            windows: Vec::new(),
+            windows: mw::BoundWindows::default(),
             rcache: Weak::new(),
             accept: None,
             disconnect_waiters: PendingRequests::new(),
@@ -1845,16 +1844,7 @@ impl ShmQp {
         g.rx_reg = None;
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered (as tcp).
-        for w in std::mem::take(&mut g.windows) {
-            if let Some(w) = w.upgrade() {
-                self.unbind(&w);
-            }
-        }
-    }
-
-    /// Unbind a window registration (idempotent): its token dies, its region is free again.
-    fn unbind(&self, w: &Registration) {
-        mw::unbind(&self.shared.mrs, w);
+        g.windows.unbind_all(&self.shared.mrs);
     }
 
     /// Close the connection: tell the peer, flush, finish waiters. `accept_status` is what a
@@ -2014,8 +2004,7 @@ impl ShmQp {
         }
         let reg = window.bind(parent, buffer, len, flags, self.id)?;
         drop(slot);
-        g.windows.retain(|w| w.strong_count() > 0);
-        g.windows.push(Arc::downgrade(&reg));
+        g.windows.add(&reg);
         g.sq.push(wr, &mut []);
         self.progress_tx(&mut g);
         Ok(())
@@ -2045,7 +2034,7 @@ impl ShmQp {
             return Ok(());
         }
         match window.unbind_from(self.id) {
-            Some(r) => g.windows.retain(|w| w.as_ptr() != Arc::as_ptr(&r)),
+            Some(r) => g.windows.forget(&r),
             // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
             // another queue pair).
             None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),

@@ -117,6 +117,33 @@ pub fn unbind(table: &Table, w: &Registration) {
     }
 }
 
+/// The windows bound through one queue pair, to unbind when its connection ends. Weak: the
+/// registration table holds a window's registration while it is bound, and a window the
+/// application released unbinds itself (`Window`'s drop), so its entry here is then dead; dead
+/// entries are pruned as windows are added, so binding and releasing cannot grow the list.
+#[derive(Debug, Default)]
+pub struct BoundWindows(Vec<Weak<Registration>>);
+
+impl BoundWindows {
+    /// Remember a window just bound ([`Window::bind`]'s registration).
+    pub fn add(&mut self, reg: &Arc<Registration>) {
+        self.0.retain(|w| w.strong_count() > 0);
+        self.0.push(Arc::downgrade(reg));
+    }
+
+    /// Forget a window unbound by Invalidate (local, or a peer's Send with Invalidate).
+    pub fn forget(&mut self, reg: &Arc<Registration>) {
+        self.0.retain(|w| w.as_ptr() != Arc::as_ptr(reg));
+    }
+
+    /// The connection ended: unbind every window still bound through it.
+    pub fn unbind_all(&mut self, table: &Table) {
+        for w in self.0.drain(..).filter_map(|w| w.upgrade()) {
+            unbind(table, &w);
+        }
+    }
+}
+
 impl<A: AdapterState> Window<A> {
     /// An unbound window of `adapter`.
     pub fn new(adapter: Arc<A>) -> Self {

@@ -256,10 +256,8 @@ pub(crate) struct Inner {
     /// others are flushed `ND_CANCELED` (iwarp-wire.md §4.4, attribution).
     pub(crate) failed: Option<(u64, Status)>,
     /// Windows bound through this queue pair (unbound when the connection ends).
-    /// Windows bound through this queue pair, to unbind when its connection ends. Weak: the
-    /// registration table holds them while bound; a window the application released unbinds
-    /// itself (`kit::mw::Window`'s drop), and its entry here is then dead and pruned.
-    pub(crate) windows: Vec<Weak<Registration>>,
+    /// Windows bound through this queue pair.
+    pub(crate) windows: mw::BoundWindows,
     /// Closed, with output still to hand to TCP before the FIN.
     pub(crate) shutdown_pending: bool,
     /// The pending Accept, completed by the initiator's first FPDU.
@@ -293,7 +291,7 @@ impl Inner {
             rdma: Rdma::with_capacity(16),
             lazy: false,
             failed: None,
-            windows: Vec::new(),
+            windows: mw::BoundWindows::default(),
             shutdown_pending: false,
             accept: None,
             disconnect_waiters: PendingRequests::new(),
@@ -903,11 +901,7 @@ impl TcpQp {
         r.probe_out = false;
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered.
-        for w in std::mem::take(&mut g.windows) {
-            if let Some(w) = w.upgrade() {
-                self.unbind(&w);
-            }
-        }
+        g.windows.unbind_all(&self.shared.mrs);
     }
 
     /// Unbind a window registration (idempotent): its token dies, its region is free again.
@@ -1220,8 +1214,7 @@ impl TcpQp {
         }
         let reg = window.bind(parent, buffer, len, flags, self.id)?;
         drop(slot);
-        g.windows.retain(|w| w.strong_count() > 0);
-        g.windows.push(Arc::downgrade(&reg));
+        g.windows.add(&reg);
         g.sq.push_bare(wr);
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
@@ -1251,7 +1244,7 @@ impl TcpQp {
             return Ok(());
         }
         match window.unbind_from(self.id) {
-            Some(r) => g.windows.retain(|w| w.as_ptr() != Arc::as_ptr(&r)),
+            Some(r) => g.windows.forget(&r),
             // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
             // another queue pair).
             None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),

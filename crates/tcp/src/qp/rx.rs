@@ -466,7 +466,7 @@ impl TcpQp {
                         && r.bound_qp.load(std::sync::atomic::Ordering::Acquire) == self.id =>
                 {
                     self.unbind(&r);
-                    g.windows.retain(|w| w.as_ptr() != Arc::as_ptr(&r));
+                    g.windows.forget(&r);
                 }
                 _ => {
                     self.terminate(
