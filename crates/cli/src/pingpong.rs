@@ -5,12 +5,10 @@
 //!
 //! JSON: the [`Row`](crate::common::Row) latency keys, `op` = `send`.
 
-use std::time::Instant;
-
 use netdirect::{OpFlags, RequestType, Sge};
 
 use crate::common::{
-    self, Defaults, Endpoint, EndpointConfig, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS,
+    self, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS,
 };
 
 /// Arguments of `nd pingpong`.
@@ -64,15 +62,13 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 }
             }
             Role::Client(_) => {
-                let mut samples = vec![0u64; n as usize];
-                for i in 0..warmup + n {
-                    let t0 = Instant::now();
+                let mut laps = Laps::new(warmup, n);
+                for _ in 0..warmup + n {
+                    laps.lap();
                     ping()?;
                     complete(&ep, slot, size, true, true)?;
-                    if let Some(s) = i.checked_sub(warmup) {
-                        samples[s as usize] = t0.elapsed().as_nanos() as u64 / 2;
-                    }
                 }
+                laps.lap();
                 let row = Row::new(
                     "pingpong",
                     provider.name(),
@@ -81,7 +77,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                     size,
                     n,
                 );
-                report.push(&row.latency(&mut samples));
+                report.push(&row.latency(laps.samples()));
             }
         }
     }

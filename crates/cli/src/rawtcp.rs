@@ -8,9 +8,8 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Instant;
 
-use crate::common::{self, Defaults, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS};
+use crate::common::{self, Defaults, Laps, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS};
 
 /// Arguments of `nd tcp-pingpong`.
 #[derive(Debug, clap::Args)]
@@ -98,15 +97,13 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 }
             }
             Role::Client(_) => {
-                let mut samples = vec![0u64; n as usize];
-                for i in 0..warmup + n {
-                    let t0 = Instant::now();
+                let mut laps = Laps::new(warmup, n);
+                for _ in 0..warmup + n {
+                    laps.lap();
                     send_all(&mut s, buf)?;
                     recv_all(&mut s, buf)?;
-                    if let Some(k) = i.checked_sub(warmup) {
-                        samples[k as usize] = t0.elapsed().as_nanos() as u64 / 2;
-                    }
                 }
+                laps.lap();
                 let row = Row::new(
                     "tcp-pingpong",
                     "kernel-tcp",
@@ -115,7 +112,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                     size,
                     n,
                 );
-                report.push(&row.latency(&mut samples));
+                report.push(&row.latency(laps.samples()));
             }
         }
     }

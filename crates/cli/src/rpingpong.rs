@@ -11,12 +11,10 @@
 //!
 //! JSON: the [`Row`](crate::common::Row) latency keys, `op` = `write`.
 
-use std::time::Instant;
-
 use netdirect::{OpFlags, RequestType, Sge};
 
 use crate::common::{
-    self, check, Defaults, Endpoint, EndpointConfig, PeerArgs, Report, Role, Row, SizeArgs,
+    self, check, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Report, Role, Row, SizeArgs,
     LAT_COLS,
 };
 
@@ -94,23 +92,21 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             inline: size < threshold,
             writing: &mut writing,
         };
-        let mut samples = vec![0u64; if client { n as usize } else { 0 }];
-        for i in 0..warmup + n {
+        let mut laps = Laps::new(warmup, if client { n } else { 0 });
+        for _ in 0..warmup + n {
             let (c, s) = marks(k);
             k += 1;
             if client {
-                let t0 = Instant::now();
+                laps.lap();
                 w.write(c)?;
                 w.await_mark(s)?;
-                if let Some(j) = i.checked_sub(warmup) {
-                    samples[j as usize] = t0.elapsed().as_nanos() as u64 / 2;
-                }
             } else {
                 w.await_mark(c)?;
                 w.write(s)?;
             }
         }
         if client {
+            laps.lap();
             let row = Row::new(
                 "rpingpong",
                 provider.name(),
@@ -119,7 +115,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 size,
                 n,
             );
-            report.push(&row.latency(&mut samples));
+            report.push(&row.latency(laps.samples()));
         }
     }
     if !client {
