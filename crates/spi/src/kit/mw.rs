@@ -6,14 +6,15 @@
 //! 1. [`bind_objects`]: flags, then region, then window (`ND_INVALID_PARAMETER` naming the
 //!    argument);
 //! 2. its own queue-pair checks (not connected, initiator queue full), under its lock;
-//! 3. [`RegionSlot::lock`](crate::kit::mr::RegionSlot::lock) on the region, held until the window is bound, then [`bind_parent`]:
-//!    the region and range rules (`ND_ACCESS_VIOLATION`);
-//! 4. a queue pair whose connection has ended completes the request `ND_CANCELED` instead;
-//! 5. [`Window::bind`] (`ND_INVALID_DEVICE_STATE` for a bound window), then it queues the
-//!    request, which completes in order.
+//! 3. [`Window::bind_through`], still under that lock: the region's slot is locked
+//!    ([`RegionSlot::lock`](crate::kit::mr::RegionSlot::lock)) until the window is bound,
+//!    [`bind_parent`] applies the region and range rules (`ND_ACCESS_VIOLATION`), a queue
+//!    pair whose connection has ended completes the request `ND_CANCELED` instead, and
+//!    [`Window::bind`] binds (`ND_INVALID_DEVICE_STATE` for a bound window);
+//! 4. it queues the request, which completes in order.
 //!
 //! `invalidate` likewise runs [`invalidate_object`], its queue-pair checks, then
-//! [`Window::unbind_from`].
+//! [`Window::invalidate_through`].
 
 use std::any::Any;
 use std::fmt;
@@ -207,6 +208,46 @@ impl<A: AdapterState> Window<A> {
         parent.bound_windows.fetch_add(1, Ordering::AcqRel);
         *cur = Some((reg.token, Arc::downgrade(&reg)));
         Ok(reg)
+    }
+
+    /// Step 3 of a queue pair's `bind` (module docs), under the queue pair's lock once its own
+    /// checks passed: bind this window over `region` through queue pair `qp_id` and keep it in
+    /// the queue pair's `windows`; `Ok(true)` means queue the request. `Ok(false)`: the
+    /// connection has `ended`, nothing was bound and the request completes `ND_CANCELED` (the
+    /// region and range errors still come first).
+    pub fn bind_through(
+        &self,
+        region: &Region<A>,
+        buffer: *const u8,
+        len: usize,
+        flags: OpFlags,
+        qp_id: u64,
+        ended: bool,
+        windows: &mut BoundWindows,
+    ) -> Result<bool> {
+        // The region's lock is held until the window is bound: a concurrent Deregister then
+        // either sees the window (ND_DEVICE_BUSY) or has already taken the registration.
+        let slot = region.slot().lock();
+        let parent = bind_parent(&slot, buffer, len, flags)?;
+        if ended {
+            return Ok(false);
+        }
+        let reg = self.bind(parent, buffer, len, flags, qp_id)?;
+        windows.add(&reg);
+        Ok(true)
+    }
+
+    /// Step 3 of a queue pair's `invalidate`, under its lock: unbind the window if it is bound
+    /// through `qp_id` (and forget it in the queue pair's `windows`); otherwise the status the
+    /// request completes with, `ND_INVALID_DEVICE_REQUEST` (`nd-reference.md` §2.9).
+    pub fn invalidate_through(&self, qp_id: u64, windows: &mut BoundWindows) -> Option<Status> {
+        match self.unbind_from(qp_id) {
+            Some(r) => {
+                windows.forget(&r);
+                None
+            }
+            None => Some(Status::INVALID_DEVICE_REQUEST),
+        }
     }
 
     /// `Invalidate` through queue pair `qp_id`: when the window is bound through it, unbind it

@@ -1201,20 +1201,13 @@ impl TcpQp {
         if g.sq.is_full() {
             return fail(Status::NO_MORE_ENTRIES);
         }
-        // The region's lock is held until the window is bound: a concurrent Deregister then
-        // either sees the window (ND_DEVICE_BUSY) or has already taken the registration.
-        let slot = region.slot().lock();
-        let parent = mw::bind_parent(&slot, buffer, len, flags)?;
+        let ended = g.conn == Conn::Closed;
         let wr = SendWr::new(context, TxKind::Bind, flags, 0);
-        if g.conn == Conn::Closed {
-            drop(slot);
+        if !window.bind_through(region, buffer, len, flags, self.id, ended, &mut g.windows)? {
             drop(g);
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
-        let reg = window.bind(parent, buffer, len, flags, self.id)?;
-        drop(slot);
-        g.windows.add(&reg);
         g.sq.push_bare(wr);
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
@@ -1243,12 +1236,7 @@ impl TcpQp {
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
-        match window.unbind_from(self.id) {
-            Some(r) => g.windows.forget(&r),
-            // nd-reference.md §2.9: Invalidate of an unbound window (or one bound through
-            // another queue pair).
-            None => wr.error = Some(Status::INVALID_DEVICE_REQUEST),
-        }
+        wr.error = window.invalidate_through(self.id, &mut g.windows);
         g.sq.push_bare(wr);
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
