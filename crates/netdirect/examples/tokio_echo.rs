@@ -8,7 +8,6 @@
 //!
 //! Run: `cargo run --release -p netdirect --example tokio_echo`
 
-use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 
 use netdirect::{Adapter, Buffer, MrFlags, NdResult, OpFlags, Provider, Status};
@@ -18,24 +17,14 @@ const CLIENTS: usize = 32;
 const ROUNDS: usize = 100;
 const MSG: usize = 64;
 
-/// The adapter as an `AsRawFd` for `AsyncFd`: owning the adapter keeps its descriptor open.
-struct AdapterFd(Adapter);
-impl AsRawFd for AdapterFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.fd().as_raw_fd()
-    }
-}
-
 async fn drive(adapter: Adapter) {
-    // SAFETY: `AdapterFd` owns the adapter, whose descriptor stays open and unchanged for the
+    // SAFETY: the `AsyncFd` owns the adapter, whose descriptor stays open and unchanged for the
     // adapter's whole life, so for the whole life of the `AsyncFd`.
-    let fd = unsafe {
-        AsyncFd::register_with_interest(AdapterFd(adapter), tokio::io::Interest::READABLE)
-    }
-    .expect("register the adapter descriptor");
+    let fd = unsafe { AsyncFd::register_with_interest(adapter, tokio::io::Interest::READABLE) }
+        .expect("register the adapter descriptor");
     loop {
         let mut guard = fd.readable().await.expect("readable");
-        fd.get_ref().0.progress();
+        fd.get_ref().progress();
         guard.clear_ready();
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 
 use netdirect_spi::traits::{self, QueuePairConfig};
@@ -232,5 +232,13 @@ impl Adapter {
 impl AsFd for Adapter {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd()
+    }
+}
+
+/// For event loops that take an `AsRawFd` owner (tokio's `AsyncFd`, mio's `SourceFd`): an
+/// `Adapter` (or a clone) keeps the descriptor open and unchanged for as long as it lives.
+impl AsRawFd for Adapter {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd().as_raw_fd()
     }
 }

@@ -3,7 +3,6 @@
 //! can still touch.
 
 use std::future::Future;
-use std::os::fd::{AsRawFd, RawFd};
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
@@ -20,26 +19,16 @@ fn adapter() -> Adapter {
         .expect("adapter")
 }
 
-struct AdapterFd(Adapter);
-
-impl AsRawFd for AdapterFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.fd().as_raw_fd()
-    }
-}
-
 /// The reactor side: progress the adapter whenever its descriptor is readable. Nothing
 /// else drives it, so every future below completes only through the descriptor.
 async fn drive(adapter: Adapter) {
-    // SAFETY: the descriptor belongs to the adapter that `AdapterFd` owns, so it stays open
+    // SAFETY: the `AsyncFd` owns the adapter, whose descriptor stays open and unchanged
     // for as long as tokio has it registered.
-    let fd = unsafe {
-        AsyncFd::register_with_interest(AdapterFd(adapter), tokio::io::Interest::READABLE)
-    }
-    .expect("register the adapter descriptor");
+    let fd = unsafe { AsyncFd::register_with_interest(adapter, tokio::io::Interest::READABLE) }
+        .expect("register the adapter descriptor");
     loop {
         let mut guard = fd.readable().await.expect("readable");
-        fd.get_ref().0.progress();
+        fd.get_ref().progress();
         guard.clear_ready();
     }
 }
