@@ -172,6 +172,9 @@ mod cq;
 #[cfg(not(loom))]
 mod engine;
 #[cfg(not(loom))]
+#[doc(hidden)]
+pub mod forge;
+#[cfg(not(loom))]
 mod link;
 #[cfg(not(loom))]
 mod listener;

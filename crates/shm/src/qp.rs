@@ -439,6 +439,11 @@ impl ShmQp {
             .and_then(|q| q.me.upgrade())
     }
 
+    /// The connection, once established.
+    pub(crate) fn link(&self) -> Option<&Arc<Link>> {
+        self.link.get()
+    }
+
     pub(crate) fn weak(&self) -> Weak<Self> {
         self.me.clone()
     }
@@ -2135,108 +2140,8 @@ mod hostile {
     //! connection (or delivers bounded bytes), never reads outside the segment, never hangs.
 
     use super::*;
-    use crate::ring::RingMem;
-    use netdirect_spi::traits::{Adapter, CompletionQueue, Connector, Provider};
-    use netdirect_spi::{MrFlags, ReadLimits};
-    use std::time::{Duration, Instant};
-
-    struct Side {
-        _adapter: Arc<dyn Adapter>,
-        cq: Arc<dyn CompletionQueue>,
-        qp: Arc<dyn traits::QueuePair>,
-        conn: Arc<dyn Connector>,
-        _mr: Arc<dyn MemoryRegion>,
-        buf: Box<[u8]>,
-        token: u32,
-    }
-
-    fn side() -> Side {
-        let p = crate::ShmProvider::new();
-        let a = p.open_adapter(crate::ADAPTER_ID).unwrap();
-        let cq = a.create_completion_queue(64, 0, 0).unwrap();
-        let qp = a
-            .create_queue_pair(QueuePairConfig {
-                receive_cq: cq.clone(),
-                initiator_cq: cq.clone(),
-                srq: None,
-                context: 0,
-                receive_queue_depth: 8,
-                initiator_queue_depth: 8,
-                max_receive_request_sge: 1,
-                max_initiator_request_sge: 1,
-                inline_data_size: 0,
-            })
-            .unwrap();
-        let mut buf = vec![0u8; 4096].into_boxed_slice();
-        let mr = a.create_memory_region().unwrap();
-        // SAFETY: the buffer lives in the `Side`, which outlives the registration's use.
-        unsafe {
-            mr.register(
-                buf.as_mut_ptr(),
-                buf.len(),
-                MrFlags::ALLOW_LOCAL_WRITE,
-                None,
-            )
-        }
-        .unwrap()
-        .wait()
-        .unwrap();
-        let token = mr.get_local_token();
-        let conn = a.create_connector().unwrap();
-        Side {
-            _adapter: a,
-            cq,
-            qp,
-            conn,
-            _mr: mr,
-            buf,
-            token,
-        }
-    }
-
-    fn connect() -> (Side, Side) {
-        let (mut victim, attacker) = (side(), side());
-        let l = victim._adapter.create_listener().unwrap();
-        l.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        l.listen(0).unwrap();
-        let addr = l.get_local_address().unwrap();
-        let sge = Sge::new(victim.buf.as_mut_ptr(), 64, victim.token);
-        // SAFETY: the buffer is only read after the Receive completes (or not at all).
-        unsafe { victim.qp.receive(1, &[sge]).unwrap() };
-        std::thread::scope(|t| {
-            t.spawn(|| {
-                let ov = l.get_connection_request(&victim.conn).unwrap();
-                ov.wait_timeout(Some(Duration::from_secs(10)))
-                    .unwrap()
-                    .unwrap();
-                let ov = victim
-                    .conn
-                    .accept(&victim.qp, ReadLimits::default(), &[])
-                    .unwrap();
-                ov.wait_timeout(Some(Duration::from_secs(10)))
-                    .unwrap()
-                    .unwrap();
-            });
-            let ov = attacker
-                .conn
-                .connect(&attacker.qp, addr, ReadLimits::default(), &[])
-                .unwrap();
-            ov.wait_timeout(Some(Duration::from_secs(10)))
-                .unwrap()
-                .unwrap();
-            attacker.conn.complete_connect().unwrap().wait().unwrap();
-        });
-        (victim, attacker)
-    }
-
-    fn next(cq: &Arc<dyn CompletionQueue>) -> NdResult {
-        let end = Instant::now() + Duration::from_secs(10);
-        let mut r = [NdResult::EMPTY];
-        while cq.get_results(&mut r) == 0 {
-            assert!(Instant::now() < end, "no completion: the victim hangs");
-        }
-        r[0]
-    }
+    use crate::forge::{connect, next, Forger};
+    use netdirect_spi::MrFlags;
 
     /// A small deterministic generator (no dependency needed).
     fn rng(state: &mut u64) -> u32 {
@@ -2251,32 +2156,24 @@ mod hostile {
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         for round in 0..40 {
             let (victim, attacker) = connect();
-            let a = ShmQp::downcast(&attacker.qp).unwrap();
-            let link = a.link.get().unwrap().clone();
-            let tx = link.tx();
             // The attacker's ring to the victim: position 0 held its RTR; forge position 1 on.
-            for pos in 1..4u32 {
-                let i = pos & (tx.cells() - 1);
-                let [w, l, t] = tx.meta(i);
+            let mut f = Forger::new(&attacker);
+            for _ in 1..4u32 {
                 let kind = match round % 4 {
                     0 => rng(&mut seed) & 0xFF,
                     1 => 1,
                     2 => 2,
                     _ => rng(&mut seed) & 3,
                 };
-                w.store(kind | (rng(&mut seed) & 0x700), Ordering::Relaxed);
-                l.store(
-                    if round % 2 == 0 {
-                        rng(&mut seed)
-                    } else {
-                        rng(&mut seed) % 200
-                    },
-                    Ordering::Relaxed,
-                );
-                t.store(rng(&mut seed) % 300, Ordering::Relaxed);
-                tx.seq(i).store(pos + 1, Ordering::Release);
+                let word = kind | (rng(&mut seed) & 0x700);
+                let len = if round % 2 == 0 {
+                    rng(&mut seed)
+                } else {
+                    rng(&mut seed) % 200
+                };
+                f.record(word, len, rng(&mut seed) % 300, &[]);
             }
-            link.wake_peer();
+            f.wake();
             let r = next(&victim.cq);
             match r.status {
                 Status::SUCCESS => assert!(r.bytes_transferred <= 64, "{r:?}"),
@@ -2300,7 +2197,7 @@ mod hostile {
         for round in 0..120 {
             let (mut victim, attacker) = connect();
             let base = victim.buf.as_mut_ptr();
-            let exposed = victim._adapter.create_memory_region().unwrap();
+            let exposed = victim.adapter.create_memory_region().unwrap();
             // SAFETY: the range lies in the victim's buffer, which outlives the registration.
             unsafe {
                 exposed.register(
@@ -2317,9 +2214,7 @@ mod hostile {
             .unwrap();
             let token = exposed.get_local_token();
             victim.buf[64..].fill(0xAA);
-            let a = ShmQp::downcast(&attacker.qp).unwrap();
-            let link = a.link.get().unwrap().clone();
-            let tx = link.tx();
+            let mut f = Forger::new(&attacker);
             // Position 0 held the attacker's RTR: forge position 1, then an 8-byte message.
             let kind = [kind::WRITE, kind::WPULL, kind::READ][round % 3];
             let tok = match rng(&mut seed) % 4 {
@@ -2355,34 +2250,22 @@ mod hostile {
                 kind::READ => (16, 0),
                 _ => (16 * (2 + rng(&mut seed) % 4), 1),
             };
-            let i = 1 & (tx.cells() - 1);
-            // SAFETY: the attacker's own cell and data area, not yet published.
-            unsafe {
-                if data == 0 {
-                    tx.write_inline(i, 0, cell.as_ptr(), len as usize);
-                } else {
-                    let mut list = [0u8; 64];
-                    list[..16].copy_from_slice(&d);
-                    for b in &mut list[16..] {
-                        *b = rng(&mut seed) as u8;
-                    }
-                    tx.write_data(0, list.as_ptr(), len as usize);
+            if data != 0 {
+                // The descriptor and up to four scatter entries.
+                let mut list = [0u8; 80];
+                list[..16].copy_from_slice(&d);
+                for b in &mut list[16..] {
+                    *b = rng(&mut seed) as u8;
                 }
+                f.data(&list[..len as usize]);
+                f.record(u32::from(kind), len, total, &[]);
+            } else {
+                f.record(u32::from(kind), len, total, &cell[..len as usize]);
             }
-            let [w, l, t] = tx.meta(i);
-            w.store(u32::from(kind), Ordering::Relaxed);
-            l.store(len, Ordering::Relaxed);
-            t.store(total, Ordering::Relaxed);
-            tx.seq(i).store(2, Ordering::Release);
             // Then an 8-byte message at position 2: delivered if the forged record was
             // accepted, flushed with the Receive otherwise.
-            let j = 2 & (tx.cells() - 1);
-            let [w, l, t] = tx.meta(j);
-            w.store(u32::from(kind::MSG), Ordering::Relaxed);
-            l.store(8, Ordering::Relaxed);
-            t.store(0, Ordering::Relaxed);
-            tx.seq(j).store(3, Ordering::Release);
-            link.wake_peer();
+            f.record(u32::from(kind::MSG), 8, 0, &[]);
+            f.wake();
             let r = next(&victim.cq);
             assert!(
                 matches!(r.status, Status::SUCCESS | Status::CANCELED),
