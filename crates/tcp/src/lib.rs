@@ -24,6 +24,8 @@ pub mod config;
 mod connector;
 mod cq;
 mod engine;
+#[doc(hidden)]
+pub mod forge;
 mod listener;
 mod mem;
 #[doc(hidden)]
