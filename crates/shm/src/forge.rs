@@ -94,29 +94,37 @@ pub fn connect() -> (Side, Side) {
     let sge = Sge::new(victim.buf.as_mut_ptr(), 64, victim.token);
     // SAFETY: the buffer is only read after the Receive completes (or not at all).
     unsafe { victim.qp.receive(1, &[sge]) }.expect("receive");
+    // Both sides on this thread (no helper thread may outlive a fuzz run: libFuzzer's leak
+    // check runs right after it): each step only waits for what the other side already did.
     let limit = Some(Duration::from_secs(10));
-    std::thread::scope(|t| {
-        t.spawn(|| {
-            let ov = l.get_connection_request(&victim.conn).expect("request");
-            ov.wait_timeout(limit).expect("in time").expect("request");
-            let ov = victim
-                .conn
-                .accept(&victim.qp, ReadLimits::default(), &[])
-                .expect("accept");
-            ov.wait_timeout(limit).expect("in time").expect("accepted");
-        });
-        let ov = attacker
-            .conn
-            .connect(&attacker.qp, addr, ReadLimits::default(), &[])
-            .expect("connect");
-        ov.wait_timeout(limit).expect("in time").expect("connected");
-        attacker
-            .conn
-            .complete_connect()
-            .expect("complete")
-            .wait()
-            .expect("completed");
-    });
+    let request = l.get_connection_request(&victim.conn).expect("request");
+    let connecting = attacker
+        .conn
+        .connect(&attacker.qp, addr, ReadLimits::default(), &[])
+        .expect("connect");
+    request
+        .wait_timeout(limit)
+        .expect("in time")
+        .expect("request");
+    let accepting = victim
+        .conn
+        .accept(&victim.qp, ReadLimits::default(), &[])
+        .expect("accept");
+    connecting
+        .wait_timeout(limit)
+        .expect("in time")
+        .expect("connected");
+    attacker
+        .conn
+        .complete_connect()
+        .expect("complete")
+        .wait_timeout(limit)
+        .expect("in time")
+        .expect("completed");
+    accepting
+        .wait_timeout(limit)
+        .expect("in time")
+        .expect("accepted");
     (victim, attacker)
 }
 

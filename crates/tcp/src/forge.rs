@@ -19,6 +19,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use netdirect_spi::kit::overlapped::Overlapped;
 use netdirect_spi::traits::{
     self, CompletionQueue, Connector, MemoryRegion, Provider, QueuePairConfig,
 };
@@ -100,12 +101,15 @@ pub fn run(input: &[u8]) {
         .expect("bind");
     l.listen(0).expect("listen");
     let addr = l.get_local_address().expect("address");
-    let (mut s, mut msn, crc) = std::thread::scope(|t| {
-        let accepted = t.spawn(|| accept(&l, &conn, &qp));
-        let attacker = handshake(addr);
-        accepted.join().expect("accept");
-        attacker
-    });
+    // The MPA exchange, both sides on this thread: the attacker's Request, the victim's
+    // Accept (its Reply goes out), the attacker's RTR, which completes the Accept.
+    let (mut s, init) = request(addr);
+    let accepted = accept(&l, &conn, &qp);
+    let (mut msn, crc) = rtr(&mut s, init);
+    accepted
+        .wait_timeout(Some(LIMIT))
+        .expect("accepted in time")
+        .expect("accepted");
 
     // The STags and offsets a steered message may name: the two exposed regions (host-order
     // STags, as the wire carries them), the local-only region, and a made-up one.
@@ -187,31 +191,18 @@ pub fn run(input: &[u8]) {
         out.extend_from_slice(&fpdu);
     }
 
-    // Send the stream and a FIN while reading whatever the victim answers (Read Responses,
-    // a Terminate), so that its sends never wait on us; the victim drives its I/O on this
-    // thread, in `next`.
-    let mut reader = s.try_clone().expect("clone the socket");
-    reader
-        .set_read_timeout(Some(LIMIT))
-        .expect("set_read_timeout");
-    let r = std::thread::scope(|t| {
-        t.spawn(move || {
-            let mut sink = [0u8; 16 * 1024];
-            while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
-        });
-        t.spawn(move || {
-            // The victim may close first; what it did not read does not matter.
-            let _ = s.write_all(&out);
-            let _ = s.shutdown(Shutdown::Write);
-        });
-        let r = next(&cq);
-        // End the connection (it may have ended already), which ends the reader.
-        if let Ok(ov) = conn.disconnect() {
-            let _ = ov.wait_timeout(Some(LIMIT));
-        }
-        drop(qp);
-        r
-    });
+    // The stream and a FIN (at most a few KiB: the socket takes them at once; the victim may
+    // have closed already, which does not matter). What the victim answers (Read Responses,
+    // a Terminate) stays unread: it never waits on us, its sends queue. All on this thread:
+    // no helper thread may outlive a run (libFuzzer's leak check runs right after it).
+    let _ = s.write_all(&out);
+    let _ = s.shutdown(Shutdown::Write);
+    let r = next(&cq);
+    // End the connection (it may have ended already).
+    if let Ok(ov) = conn.disconnect() {
+        let _ = ov.wait_timeout(Some(LIMIT));
+    }
+    drop(qp);
     // The only request is the Receive; it completes with a status, whatever it is.
     assert!(
         r.request_context == 1 && r.status != Status::PENDING,
@@ -231,38 +222,35 @@ pub fn run(input: &[u8]) {
     drop((rw, ro, local));
 }
 
-/// The victim's side of the connection: take the request, accept it, wait for the RTR.
+/// The victim's side of the connection: take the request and accept it (the Reply goes out);
+/// the returned Accept completes once the RTR arrives.
 fn accept(
     l: &Arc<dyn traits::Listener>,
     conn: &Arc<dyn Connector>,
     qp: &Arc<dyn traits::QueuePair>,
-) {
+) -> Overlapped {
     let ov = l.get_connection_request(conn).expect("request");
     ov.wait_timeout(Some(LIMIT))
         .expect("a request in time")
         .expect("request");
-    let ov = conn
-        .accept(
-            qp,
-            ReadLimits {
-                inbound: 4,
-                outbound: 4,
-            },
-            &[],
-        )
-        .expect("accept");
-    ov.wait_timeout(Some(LIMIT))
-        .expect("accepted in time")
-        .expect("accepted");
+    conn.accept(
+        qp,
+        ReadLimits {
+            inbound: 4,
+            outbound: 4,
+        },
+        &[],
+    )
+    .expect("accept")
 }
 
-/// The attacker's MPA v2 exchange (no Write completion probe: a plain iWARP peer) and its RTR.
-/// Returns the socket, the Read Request sequence, and whether CRCs are on.
-fn handshake(addr: std::net::SocketAddr) -> (TcpStream, TxMsn, bool) {
+/// The attacker connects and sends its MPA v2 Request (no Write completion probe: a plain
+/// iWARP peer).
+fn request(addr: std::net::SocketAddr) -> (TcpStream, Initiator) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(LIMIT)).expect("set_read_timeout");
     s.set_nodelay(true).expect("set_nodelay");
-    let mut init = Initiator::new(InitiatorConfig {
+    let init = Initiator::new(InitiatorConfig {
         crc: true,
         ird: 4,
         ord: 4,
@@ -271,6 +259,12 @@ fn handshake(addr: std::net::SocketAddr) -> (TcpStream, TxMsn, bool) {
         probe: false,
     });
     s.write_all(&init.request()).expect("send the MPA Request");
+    (s, init)
+}
+
+/// The attacker reads the MPA Reply and sends the RTR; returns the Read Request sequence and
+/// whether CRCs are on.
+fn rtr(s: &mut TcpStream, mut init: Initiator) -> (TxMsn, bool) {
     let mut got = Vec::new();
     let neg = loop {
         let mut chunk = [0u8; 1024];
@@ -287,7 +281,7 @@ fn handshake(addr: std::net::SocketAddr) -> (TcpStream, TxMsn, bool) {
     let mut msn = TxMsn::new();
     s.write_all(&rtr_fpdu(rtr, &mut msn, neg.crc))
         .expect("send the RTR");
-    (s, msn, neg.crc)
+    (msn, neg.crc)
 }
 
 /// The next completion on `cq`, driving the victim's I/O; panics if none comes in time.
