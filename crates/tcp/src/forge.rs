@@ -111,8 +111,9 @@ pub fn run(input: &[u8]) {
         .expect("accepted in time")
         .expect("accepted");
 
-    // The STags and offsets a steered message may name: the two exposed regions (host-order
-    // STags, as the wire carries them), the local-only region, and a made-up one.
+    // The STags and offsets a steered message may name: the two exposed regions, the
+    // local-only one, and an STag one bit off the writable region's. (A local token is the
+    // STag's value; `GetRemoteToken` would give it in network byte order.)
     let rw_stag = rw.get_local_token();
     let ro_stag = ro.get_local_token();
     let pick = |b: u8| -> (u32, u64) {
