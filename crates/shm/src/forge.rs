@@ -42,17 +42,7 @@ pub fn side() -> Side {
         .expect("adapter");
     let cq = a.create_completion_queue(64, 0, 0).expect("cq");
     let qp = a
-        .create_queue_pair(QueuePairConfig {
-            receive_cq: cq.clone(),
-            initiator_cq: cq.clone(),
-            srq: None,
-            context: 0,
-            receive_queue_depth: 8,
-            initiator_queue_depth: 8,
-            max_receive_request_sge: 1,
-            max_initiator_request_sge: 1,
-            inline_data_size: 0,
-        })
+        .create_queue_pair(QueuePairConfig::single_cq(cq.clone(), 8))
         .expect("queue pair");
     let mut buf = vec![0u8; 4096].into_boxed_slice();
     let mr = a.create_memory_region().expect("mr");

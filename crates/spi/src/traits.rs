@@ -52,6 +52,24 @@ pub struct QueuePairConfig {
     pub inline_data_size: u32,
 }
 
+impl QueuePairConfig {
+    /// The simplest queue pair: every completion on `cq`, no SRQ, context 0, `depth` requests
+    /// each way of one SGE, no inline data (what a test or a hostile-peer harness needs).
+    pub fn single_cq(cq: Arc<dyn CompletionQueue>, depth: u32) -> Self {
+        Self {
+            receive_cq: cq.clone(),
+            initiator_cq: cq,
+            srq: None,
+            context: 0,
+            receive_queue_depth: depth,
+            initiator_queue_depth: depth,
+            max_receive_request_sge: 1,
+            max_initiator_request_sge: 1,
+            inline_data_size: 0,
+        }
+    }
+}
+
 /// `IND2Adapter`.
 pub trait Adapter: Send + Sync + Debug {
     /// For downcasting.

@@ -61,17 +61,7 @@ pub fn run(input: &[u8]) {
     let a = p.open_adapter(crate::ADAPTER_ID).expect("adapter");
     let cq = a.create_completion_queue(64, 0, 0).expect("cq");
     let qp = a
-        .create_queue_pair(QueuePairConfig {
-            receive_cq: cq.clone(),
-            initiator_cq: cq.clone(),
-            srq: None,
-            context: 0,
-            receive_queue_depth: 4,
-            initiator_queue_depth: 4,
-            max_receive_request_sge: 1,
-            max_initiator_request_sge: 1,
-            inline_data_size: 0,
-        })
+        .create_queue_pair(QueuePairConfig::single_cq(cq.clone(), 4))
         .expect("queue pair");
     let mut buf = vec![0xAAu8; BUF].into_boxed_slice();
     let base = buf.as_mut_ptr();
