@@ -281,6 +281,18 @@ impl Side {
     }
 }
 
+/// An adapter for `ip` on `p` and two sides on it with the default configuration, `server`
+/// connected to `client` (in that order; keep the listener while the pair is in use).
+pub fn default_pair(p: &Provider, ip: IpAddr) -> Check<(Adapter, Side, Side, Listener)> {
+    let a = p
+        .open_adapter_for(SocketAddr::new(ip, 0))
+        .ctx("open adapter")?;
+    let server = Side::on(&a, SideConfig::default())?;
+    let client = Side::on(&a, SideConfig::default())?;
+    let listener = connect_pair(&server, &client, ip)?;
+    Ok((a, server, client, listener))
+}
+
 /// Connect `client` to `server` inside one process. Both sides must be on the same adapter:
 /// then every wait drives both ends, and no second thread is needed. Returns the listener
 /// (keep it while the pair is in use).

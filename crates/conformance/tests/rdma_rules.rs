@@ -7,30 +7,16 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use netdirect::{
-    Adapter, Listener, MemoryRegion, MemoryWindow, MrFlags, OpFlags, Provider, RequestType, Status,
-};
+use netdirect::{MemoryRegion, MemoryWindow, MrFlags, OpFlags, Provider, RequestType, Status};
 use netdirect_conformance::check::{
     expect_empty, expect_status, next_results, wait_ok, Check, Context, Expect,
 };
 use netdirect_conformance::harness;
-use netdirect_conformance::side::connect_pair;
+use netdirect_conformance::side::{connect_pair, default_pair};
 use netdirect_conformance::{ensure, Needs, Side, SideConfig};
 
 fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
     harness::each_provider(Needs::OneSided, name, move |p, fam| f(p, fam.ip()));
-}
-
-/// An adapter for `ip` and two default sides on it, connected to each other (keep the
-/// listener while the connection is used).
-fn connected(p: &Provider, ip: IpAddr) -> Check<(Adapter, Side, Side, Listener)> {
-    let a = p
-        .open_adapter_for(SocketAddr::new(ip, 0))
-        .ctx("open adapter")?;
-    let server = Side::on(&a, SideConfig::default())?;
-    let client = Side::on(&a, SideConfig::default())?;
-    let listener = connect_pair(&server, &client, ip)?;
-    Ok((a, server, client, listener))
 }
 
 /// Bind `w` over the first 4 KiB of `side`'s buffer in `region` with remote write access,
@@ -224,7 +210,7 @@ fn one_sided_argument_checks() {
 #[test]
 fn write_from_unregistered_memory_fails_locally() {
     each("rdma-local-protection", |p, ip| {
-        let (_a, server, client, _listener) = connected(p, ip)?;
+        let (_a, server, client, _listener) = default_pair(p, ip)?;
         let target = server.register_again(MrFlags::ALLOW_REMOTE_WRITE)?;
         server.recv(1, &[0..64]).ctx("post Receive")?;
         // A local SGE whose token is wrong: the post succeeds, the Write completes
@@ -339,7 +325,7 @@ fn registration_rules() {
 #[test]
 fn windows_are_unbound_when_their_connection_ends() {
     each("rdma-window-unbound-at-disconnect", |p, ip| {
-        let (a, _server, client, _listener) = connected(p, ip)?;
+        let (a, _server, client, _listener) = default_pair(p, ip)?;
         let region = client.register_again(MrFlags::ALLOW_LOCAL_WRITE)?;
         let w = a.create_memory_window().ctx("CreateMemoryWindow")?;
         bind_first_page(&client, &region, &w, 1)?;
@@ -387,7 +373,7 @@ fn windows_are_unbound_when_their_connection_ends() {
 #[test]
 fn a_released_window_is_unbound() {
     each("rdma-window-released", |p, ip| {
-        let (a, server, client, _listener) = connected(p, ip)?;
+        let (a, server, client, _listener) = default_pair(p, ip)?;
         let region = client.register_again(MrFlags::ALLOW_LOCAL_WRITE)?;
         let mut last = 0;
         for i in 0..100u64 {

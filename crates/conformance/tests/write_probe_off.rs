@@ -8,15 +8,13 @@
 
 #![allow(clippy::single_range_in_vec_init)]
 
-use std::net::SocketAddr;
-
 use netdirect::{MrFlags, OpFlags, Provider, RequestType, Status};
 use netdirect_conformance::check::{
     expect_bytes, fast_pattern, next_results, wait_ok, Check, Context, Expect,
 };
 use netdirect_conformance::harness::{self, Family};
-use netdirect_conformance::side::connect_pair;
-use netdirect_conformance::{ensure_eq, Needs, Side, SideConfig};
+use netdirect_conformance::side::default_pair;
+use netdirect_conformance::{ensure_eq, Needs};
 
 fn done(ty: RequestType, status: Status, ctx: u64, qp: u64) -> Expect {
     Expect {
@@ -30,12 +28,7 @@ fn done(ty: RequestType, status: Status, ctx: u64, qp: u64) -> Expect {
 
 fn run(p: &Provider, fam: Family) -> Check {
     let ip = fam.ip();
-    let a = p
-        .open_adapter_for(SocketAddr::new(ip, 0))
-        .ctx("open adapter")?;
-    let server = Side::on(&a, SideConfig::default())?;
-    let client = Side::on(&a, SideConfig::default())?;
-    let _l = connect_pair(&server, &client, ip)?;
+    let (_a, server, client, _l) = default_pair(p, ip)?;
     let target = server.register_again(MrFlags::ALLOW_REMOTE_WRITE)?;
     let token = target.get_remote_token();
     server.recv(1, &[0..64]).ctx("post Receive")?;
