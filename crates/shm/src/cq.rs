@@ -23,6 +23,8 @@ use crate::link::Link;
 
 /// Links polled without a lock; further ones go to the overflow list.
 const FAST_LINKS: usize = 4;
+/// [`ShmCq::wanting`]'s bit for the overflow list.
+const OVERFLOW: u32 = 1 << FAST_LINKS;
 
 /// A completion queue.
 #[derive(Debug)]
@@ -63,26 +65,42 @@ impl ShmCq {
         self.has_overflow.store(true, Ordering::Release);
     }
 
-    /// Drive the links that have work; whether any had.
-    fn poll_links(&self) -> bool {
-        let mut work = false;
-        for slot in &self.fast {
+    /// Which links want driving ([`Link::wants_drive`]): bit `i` for fast slot `i`, and
+    /// [`OVERFLOW`] when there are overflow links (checked under their lock when driven).
+    fn wanting(&self) -> u32 {
+        let mut m = 0;
+        for (i, slot) in self.fast.iter().enumerate() {
             match slot.get() {
-                Some(l) => work |= l.poll_fast(),
+                Some(l) if l.wants_drive() => m |= 1 << i,
+                Some(_) => {}
                 None => break,
             }
         }
         if self.has_overflow.load(Ordering::Acquire) {
+            m |= OVERFLOW;
+        }
+        m
+    }
+
+    /// Drive the links [`ShmCq::wanting`] named.
+    fn drive_links(&self, m: u32) {
+        for (i, slot) in self.fast.iter().enumerate() {
+            if m & (1 << i) != 0 {
+                if let Some(l) = slot.get() {
+                    l.drive();
+                }
+            }
+        }
+        if m & OVERFLOW != 0 {
             // Only CQs that served more than `FAST_LINKS` connections get here. The lock is
             // never held by a thread that holds a queue pair's lock (links are added before
             // the queue pair's lock is taken), so driving queue pairs under it cannot deadlock.
             let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
             o.retain(|l| !l.is_closed());
             for l in o.iter() {
-                work |= l.poll_fast();
+                l.poll_fast();
             }
         }
-        work
     }
 
     /// Recognise one of ours among the SPI objects.
@@ -105,10 +123,14 @@ impl CompletionQueue for ShmCq {
         // The count is kept by `CqCore` with plain stores under its lock: no read-modify-write
         // here or in `push` (issue 5: each costs about 2 ns on the data path).
         if self.core.queued_hint() == 0 {
+            // A busy poller's empty poll ends here, after a few loads per link: the collection
+            // below (thread-local set-up) runs only when a link has work.
+            let m = self.wanting();
+            if m == 0 {
+                return 0;
+            }
             // What the drive completes here comes straight back (`CqCore::drive_collecting`).
-            let n = self.core.drive_collecting(out, || {
-                self.poll_links();
-            });
+            let n = self.core.drive_collecting(out, || self.drive_links(m));
             if n > 0 || self.core.queued_hint() == 0 {
                 return n;
             }

@@ -256,16 +256,25 @@ impl Link {
     /// A busy poller's check: drive the queue pair only if it has work (or the periodic
     /// liveness check found the peer gone). Whether it was driven.
     pub(crate) fn poll_fast(&self) -> bool {
+        self.wants_drive() && self.drive()
+    }
+
+    /// Whether the queue pair has work (or the periodic liveness check found the peer gone):
+    /// a few loads, no lock, no reference counting. Counts as one poll for the liveness check.
+    pub(crate) fn wants_drive(&self) -> bool {
         if self.closed.load(Ordering::Relaxed) {
             return false;
         }
-        if !self.has_work() {
-            let n = self.idle.load(Ordering::Relaxed).wrapping_add(1);
-            self.idle.store(n, Ordering::Relaxed);
-            if n % crate::qp::LIVENESS_POLLS != 0 || !self.service_socket(64) {
-                return false;
-            }
+        if self.has_work() {
+            return true;
         }
+        let n = self.idle.load(Ordering::Relaxed).wrapping_add(1);
+        self.idle.store(n, Ordering::Relaxed);
+        n % crate::qp::LIVENESS_POLLS == 0 && self.service_socket(64)
+    }
+
+    /// Drive the queue pair now; whether it still exists.
+    pub(crate) fn drive(&self) -> bool {
         match self.qp.upgrade() {
             Some(qp) => {
                 qp.progress_now();

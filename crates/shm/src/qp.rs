@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use netdirect_spi::kit::cq::{ProgressSource, PushKind};
-use netdirect_spi::kit::mr::{Access, AccessError, Kind, Registration};
+use netdirect_spi::kit::mr::{Access, AccessError, Kind, LocalCache, Registration};
 use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
@@ -138,16 +138,29 @@ impl<T> WrQueue<T> {
         self.per
     }
     fn push(&mut self, wr: T, segs: &mut [Seg]) {
-        debug_assert!(!self.is_full() && segs.len() <= self.per);
+        debug_assert!(segs.len() <= self.per);
+        let n = segs.len();
+        for (dst, s) in self.next_segs().iter_mut().zip(segs) {
+            *dst = std::mem::take(s);
+        }
+        self.commit(wr, n);
+    }
+    /// The segment slots of the next request (all `max_segs` of them, unused): a post checks
+    /// its SGEs straight into them, then [`WrQueue::commit`]s. Slots it filled but does not
+    /// commit must be cleared (they would hold registrations).
+    #[inline]
+    fn next_segs(&mut self) -> &mut [Seg] {
+        debug_assert!(!self.is_full());
         let mut slot = self.head_slot + self.wrs.len();
         if slot >= self.cap {
             slot -= self.cap; // no division on the hot path
         }
         let base = slot * self.per;
-        let n = segs.len();
-        for (dst, s) in self.segs[base..base + n].iter_mut().zip(segs) {
-            *dst = std::mem::take(s);
-        }
+        &mut self.segs[base..base + self.per]
+    }
+    /// Queue `wr`, whose first `n` segments were filled in through [`WrQueue::next_segs`].
+    #[inline]
+    fn commit(&mut self, wr: T, n: usize) {
         self.wrs.push_back((wr, n as u16));
     }
     fn front_mut(&mut self) -> Option<&mut T> {
@@ -166,11 +179,13 @@ impl<T> WrQueue<T> {
     fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.wrs.get_mut(i).map(|(wr, _)| wr)
     }
+    #[inline]
     fn front(&self) -> Option<(&T, &[Seg])> {
         let (wr, n) = self.wrs.front()?;
         let base = self.head_slot * self.per;
         Some((wr, &self.segs[base..base + *n as usize]))
     }
+    #[inline]
     fn pop(&mut self) -> Option<T> {
         let (wr, n) = self.wrs.pop_front()?;
         let base = self.head_slot * self.per;
@@ -285,7 +300,7 @@ struct Inner {
     disconnect_waiters: PendingRequests<()>,
     /// Last registration a local SGE resolved to: most posts reuse the same buffer.
     /// Weak: a Deregister completes when the last user lets go, and a cache is no user.
-    cache: Weak<Registration>,
+    cache: LocalCache,
     /// Scratch for checked segments (no allocation per post).
     scratch: Vec<Seg>,
     /// Where a Receive taken from the SRQ lands before it moves into `rq`.
@@ -324,7 +339,7 @@ impl Inner {
             rcache: Weak::new(),
             accept: None,
             disconnect_waiters: PendingRequests::new(),
-            cache: Weak::new(),
+            cache: LocalCache::default(),
             scratch,
             srq_scratch,
             srq_listed: false,
@@ -514,24 +529,15 @@ impl ShmQp {
     /// Resolve and check one local SGE; the registration is kept with the request.
     fn check_local(
         &self,
-        cache: &mut Weak<Registration>,
+        cache: &mut LocalCache,
         s: &Sge,
         access: Access,
     ) -> std::result::Result<Seg, AccessError> {
         let addr = s.buffer as usize as u64;
         let len = u64::from(s.buffer_length);
-        let reg = match cache.upgrade() {
-            Some(r) if r.token == s.memory_region_token && r.is_valid() => r,
-            _ => {
-                let r = self
-                    .shared
-                    .mrs
-                    .lookup(s.memory_region_token)
-                    .ok_or(AccessError::InvalidToken)?;
-                *cache = Arc::downgrade(&r);
-                r
-            }
-        };
+        let reg = cache
+            .resolve(&self.shared.mrs, s.memory_region_token)
+            .ok_or(AccessError::InvalidToken)?;
         reg.check(addr, len, access)?;
         Ok(Seg {
             addr,
@@ -541,19 +547,17 @@ impl ShmQp {
     }
 
     /// Whether every SGE lies in the cached registration with local read access (the common
-    /// case of a small Send from the buffer used last), checked without keeping a reference.
+    /// case of a small Send from the buffer used last), checked without taking a reference
+    /// (`LocalCache::covers`): the bytes are copied out before the post returns.
     fn cached_readable(&self, g: &Inner, sge: &[Sge]) -> bool {
-        let Some(r) = g.cache.upgrade() else {
-            return false;
-        };
         sge.iter().all(|s| {
-            s.memory_region_token == r.token
-                && r.check(
-                    s.buffer as usize as u64,
-                    u64::from(s.buffer_length),
-                    Access::LocalRead,
-                )
-                .is_ok()
+            g.cache.covers(
+                &self.shared.mrs,
+                s.memory_region_token,
+                s.buffer as usize as u64,
+                u64::from(s.buffer_length),
+                Access::LocalRead,
+            )
         })
     }
 
@@ -563,10 +567,27 @@ impl ShmQp {
         if scratch.len() < sge.len() {
             scratch.resize(sge.len(), Seg::default());
         }
-        for (dst, s) in scratch.iter_mut().zip(sge) {
+        self.check_into(cache, &mut scratch[..sge.len()], sge, access)
+    }
+
+    /// Check every SGE into `dst` (as long as `sge`). On failure none of `dst` holds a
+    /// registration (a Deregister must not wait for a request that was never queued).
+    fn check_into(
+        &self,
+        cache: &mut LocalCache,
+        dst: &mut [Seg],
+        sge: &[Sge],
+        access: Access,
+    ) -> bool {
+        for (i, s) in sge.iter().enumerate() {
             match self.check_local(cache, s, access) {
-                Ok(seg) => *dst = seg,
-                Err(_) => return false,
+                Ok(seg) => dst[i] = seg,
+                Err(_) => {
+                    for d in &mut dst[..i] {
+                        d.reg = None;
+                    }
+                    return false;
+                }
             }
         }
         true
@@ -594,14 +615,20 @@ impl ShmQp {
             self.complete_recv(context, Status::CANCELED, 0, false);
             return Ok(());
         }
-        if !self.check_all(&mut g, sge, Access::LocalWrite) {
+        // Checked straight into the queue's slots (no copy through scratch).
+        let Inner { rq, cache, .. } = &mut *g;
+        if !self.check_into(
+            cache,
+            &mut rq.next_segs()[..sge.len()],
+            sge,
+            Access::LocalWrite,
+        ) {
             // An error completion moves the queue pair to the error state (R-QP-6).
             self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
             self.close(&mut g, Status::CONNECTION_REFUSED);
             return Ok(());
         }
-        let Inner { rq, scratch, .. } = &mut *g;
-        rq.push(RecvWr { context, total }, &mut scratch[..sge.len()]);
+        rq.commit(RecvWr { context, total }, sge.len());
         // A message may be waiting for this buffer.
         if let Some(link) = &g.link {
             if link.rx_stalled.load(Ordering::Acquire) {
@@ -1287,6 +1314,26 @@ impl ShmQp {
                 Ok(None) => break,
                 Err(Violation) => return self.violation(g),
             };
+            if r.kind == kind::MSG && g.rx_msg.is_none() && g.conn == Conn::Established {
+                // The common case first: a whole message in one cell for a posted Receive it
+                // fits. Anything else about a MSG (no Receive, SRQ, overrun) is the general
+                // path's below.
+                let Inner { rq, cons, .. } = &mut *g;
+                if let Some((wr, segs)) = rq.front() {
+                    if u64::from(r.len) <= wr.total {
+                        cons.read_inline(&rx, r.len as usize, &mut Segs(segs), 0);
+                        cons.advance();
+                        consumed = true;
+                        let wr = rq.pop().expect("present");
+                        if link.rnr_deadline.load(Ordering::Relaxed) != 0 {
+                            link.rnr_deadline.store(0, Ordering::Relaxed);
+                        }
+                        let solicited = r.flags & flag::SOLICITED != 0;
+                        self.complete_recv(wr.context, Status::SUCCESS, r.len, solicited);
+                        continue;
+                    }
+                }
+            }
             match r.kind {
                 kind::RTR => {
                     g.cons.advance();

@@ -10,7 +10,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use crate::kit::overlapped::{Driver, OvCompleter, Overlapped};
 use crate::{MrFlags, Status};
@@ -126,22 +126,14 @@ impl Registration {
         if !self.is_valid() {
             return Err(AccessError::InvalidToken);
         }
-        let needed = match access {
-            Access::RemoteWrite => MrFlags::ALLOW_REMOTE_WRITE,
-            Access::RemoteRead => MrFlags::ALLOW_REMOTE_READ,
-            Access::LocalWrite => MrFlags::ALLOW_LOCAL_WRITE,
-            Access::LocalRead => MrFlags::empty(),
-        };
-        if !self.flags.contains(needed) {
-            return Err(AccessError::NoRights);
-        }
-        let end = addr.checked_add(len).ok_or(AccessError::Wrap)?;
-        let base = self.base as u64;
-        let limit = base + self.len as u64;
-        if len > 0 && (addr < base || end > limit) {
-            return Err(AccessError::OutOfBounds);
-        }
-        Ok(())
+        check_range(
+            self.base as u64,
+            self.base as u64 + self.len as u64,
+            self.flags,
+            addr,
+            len,
+            access,
+        )
     }
 
     /// Mark invalid: every later lookup or check fails.
@@ -163,11 +155,95 @@ impl Registration {
     }
 }
 
+/// The rights and bounds part of [`Registration::check`], for a registration of
+/// `base..limit` with `flags`.
+fn check_range(
+    base: u64,
+    limit: u64,
+    flags: MrFlags,
+    addr: u64,
+    len: u64,
+    access: Access,
+) -> Result<(), AccessError> {
+    let needed = match access {
+        Access::RemoteWrite => MrFlags::ALLOW_REMOTE_WRITE,
+        Access::RemoteRead => MrFlags::ALLOW_REMOTE_READ,
+        Access::LocalWrite => MrFlags::ALLOW_LOCAL_WRITE,
+        Access::LocalRead => MrFlags::empty(),
+    };
+    if !flags.contains(needed) {
+        return Err(AccessError::NoRights);
+    }
+    let end = addr.checked_add(len).ok_or(AccessError::Wrap)?;
+    if len > 0 && (addr < base || end > limit) {
+        return Err(AccessError::OutOfBounds);
+    }
+    Ok(())
+}
+
+/// The registration a queue pair's local SGEs resolved to last: most posts reuse one buffer.
+///
+/// It holds no reference (a Deregister completes when the last *user* of the memory lets go,
+/// and a cache is no user), so [`LocalCache::resolve`] upgrades a weak pointer. For a use that
+/// ends within the post (a small Send copied into the ring at once) [`LocalCache::covers`]
+/// checks against a copy of the registration's range and rights instead, with plain loads
+/// only: the copy is trusted while no registration of the table has been removed since it was
+/// made ([`Table::generation`]).
+#[derive(Debug, Default)]
+pub struct LocalCache {
+    reg: Weak<Registration>,
+    token: u32,
+    base: u64,
+    limit: u64,
+    flags: MrFlags,
+    /// [`Table::generation`] before the lookup that filled the cache.
+    generation: u64,
+}
+
+impl LocalCache {
+    /// The live registration with `token`, from the cache or else from `table` (which then
+    /// fills the cache); `None` if there is none.
+    pub fn resolve(&mut self, table: &Table, token: u32) -> Option<Arc<Registration>> {
+        // Read before the validity check or the lookup: a removal after either is seen as a
+        // newer generation (a removal invalidates before it bumps the count).
+        let generation = table.generation();
+        if let Some(r) = self.reg.upgrade() {
+            if r.token == token && r.is_valid() {
+                self.generation = generation;
+                return Some(r);
+            }
+        }
+        let r = table.lookup(token)?;
+        *self = Self {
+            reg: Arc::downgrade(&r),
+            token,
+            base: r.base as u64,
+            limit: r.base as u64 + r.len as u64,
+            flags: r.flags,
+            generation,
+        };
+        Some(r)
+    }
+
+    /// Whether `len` bytes at `addr` under `token` pass [`Registration::check`] for `access`
+    /// against the cached registration, which no removal from `table` has touched since. No
+    /// reference is taken, so the answer is for a use that ends before the call returns.
+    pub fn covers(&self, table: &Table, token: u32, addr: u64, len: u64, access: Access) -> bool {
+        self.token == token
+            && token != 0
+            && self.generation == table.generation()
+            && check_range(self.base, self.limit, self.flags, addr, len, access).is_ok()
+    }
+}
+
 /// The registrations of one adapter.
 #[derive(Default)]
 pub struct Table {
     map: RwLock<HashMap<u32, Arc<Registration>>>,
     rng: Mutex<RandomPool>,
+    /// Bumped by every removal (Deregister, a window's unbind): what a [`LocalCache`] copied
+    /// before it may be stale.
+    generation: AtomicU64,
 }
 
 impl fmt::Debug for Table {
@@ -250,10 +326,17 @@ impl Table {
         match map.get(&(token >> 8)) {
             Some(r) if r.token == token => {
                 r.invalidate();
+                self.generation.fetch_add(1, Ordering::AcqRel);
                 map.remove(&(token >> 8))
             }
             _ => None,
         }
+    }
+
+    /// How many registrations have been removed: a [`LocalCache`] filled at an older value
+    /// must look again.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Number of live registrations.
@@ -321,6 +404,47 @@ mod tests {
             parent: None,
             keepalive: None,
         }
+    }
+
+    #[test]
+    fn local_cache_resolves_and_covers_until_any_removal() {
+        let t = Table::new();
+        let r = t.insert(new(0x1000, 0x100, MrFlags::ALLOW_LOCAL_WRITE));
+        let other = t.insert(new(0x8000, 0x10, MrFlags::empty()));
+        let mut c = LocalCache::default();
+        // An empty cache covers nothing, not even token 0 with no bytes.
+        assert!(!c.covers(&t, 0, 0, 0, Access::LocalRead));
+        assert!(c.resolve(&t, r.token ^ 1).is_none(), "wrong key");
+        let got = c.resolve(&t, r.token).expect("live");
+        assert!(Arc::ptr_eq(&got, &r));
+        drop(got);
+        assert!(c.covers(&t, r.token, 0x1000, 0x100, Access::LocalWrite));
+        assert!(
+            !c.covers(&t, r.token, 0x1001, 0x100, Access::LocalRead),
+            "bounds"
+        );
+        assert!(
+            !c.covers(&t, r.token, u64::MAX, 2, Access::LocalRead),
+            "wrap"
+        );
+        assert!(
+            !c.covers(&t, r.token, 0x1000, 1, Access::RemoteRead),
+            "rights"
+        );
+        assert!(
+            !c.covers(&t, other.token, 0x8000, 1, Access::LocalRead),
+            "other token"
+        );
+        // The cache is no user: it does not keep the registration alive.
+        assert_eq!(Arc::strong_count(&r), 2, "table + this test only");
+        // Removing any registration, not only the cached one, ends what the copy vouches for.
+        t.remove(other.token);
+        assert!(!c.covers(&t, r.token, 0x1000, 1, Access::LocalRead));
+        assert!(c.resolve(&t, r.token).is_some());
+        assert!(c.covers(&t, r.token, 0x1000, 1, Access::LocalRead));
+        t.remove(r.token);
+        assert!(!c.covers(&t, r.token, 0x1000, 1, Access::LocalRead));
+        assert!(c.resolve(&t, r.token).is_none());
     }
 
     #[test]

@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
 use netdirect_spi::kit::cq::{CqCore, ProgressSource, PushKind};
-use netdirect_spi::kit::mr::{Access, AccessError, Registration};
+use netdirect_spi::kit::mr::{Access, AccessError, LocalCache, Registration};
 use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
 use netdirect_spi::kit::srq::Seg as SrqSeg;
@@ -267,7 +267,7 @@ pub(crate) struct Inner {
     pub(crate) was_connected: bool,
     /// Last registration a local SGE resolved to: most posts reuse the same buffer. Weak, so
     /// that it never keeps a deregistered region's Deregister pending.
-    cache: Weak<Registration>,
+    cache: LocalCache,
     /// With a shared receive queue: where a taken Receive's segments land before they join
     /// `rq` (sized once, at creation), and whether this queue pair is on the SRQ's stalled
     /// list.
@@ -296,7 +296,7 @@ impl Inner {
             accept: None,
             disconnect_waiters: PendingRequests::new(),
             was_connected: false,
-            cache: Weak::new(),
+            cache: LocalCache::default(),
             srq_scratch: Vec::new(),
             srq_listed: false,
         }
@@ -458,24 +458,15 @@ impl TcpQp {
     /// Resolve and check one local SGE; the registration is kept with the request.
     fn check_local(
         &self,
-        cache: &mut Weak<Registration>,
+        cache: &mut LocalCache,
         s: &Sge,
         access: Access,
     ) -> std::result::Result<Seg, AccessError> {
         let addr = s.buffer as usize as u64;
         let len = u64::from(s.buffer_length);
-        let reg = match cache.upgrade() {
-            Some(r) if r.token == s.memory_region_token && r.is_valid() => r,
-            _ => {
-                let r = self
-                    .shared
-                    .mrs
-                    .lookup(s.memory_region_token)
-                    .ok_or(AccessError::InvalidToken)?;
-                *cache = Arc::downgrade(&r);
-                r
-            }
-        };
+        let reg = cache
+            .resolve(&self.shared.mrs, s.memory_region_token)
+            .ok_or(AccessError::InvalidToken)?;
         reg.check(addr, len, access)?;
         Ok(Seg {
             addr,
