@@ -9,11 +9,11 @@ use std::net::{IpAddr, SocketAddr};
 
 use netdirect::{MrFlags, NotifyType, OpFlags, Overlapped, Provider, Status};
 use netdirect_conformance::check::{
-    expect_empty, expect_results, expect_status, finish, next_results, show, wait_ok, Check,
-    Context, Expect,
+    expect_empty, expect_pending, expect_results, expect_status, finish, next_results, show,
+    wait_ok, Check, Context, Expect,
 };
 use netdirect_conformance::harness;
-use netdirect_conformance::side::{connect_pair, EPHEMERAL};
+use netdirect_conformance::side::{connect_pair, default_pair, EPHEMERAL};
 use netdirect_conformance::{ensure, ensure_eq, Needs, Side, SideConfig};
 
 /// Run `f` for every provider and family, each with the hard deadline.
@@ -417,4 +417,32 @@ impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx_io(self, what: &str) -> Check<T> {
         self.map_err(|e| netdirect_conformance::Failure(format!("{what}: {e}")))
     }
+}
+
+/// A region's Deregister waits for every queued request that uses the region, and for nothing
+/// else: with two Receives posted in it, it is still pending after the first completes, and
+/// done once the second has (whatever the queue pair keeps to make its next posts cheap, it
+/// holds no part of the region with no request queued).
+#[test]
+fn deregister_waits_for_queued_receives_and_no_longer() {
+    each("deregister-queued", |p, ip| {
+        let (_a, server, client, _listener) = default_pair(p, ip)?;
+        server.recv(1, &[0..64]).ctx("Receive 1")?;
+        server.recv(2, &[64..128]).ctx("Receive 2")?;
+        let dereg = server.mr.deregister().ctx("Deregister")?;
+        expect_pending(&dereg, "Deregister with two Receives queued in the region")?;
+        for k in 1..=2u64 {
+            client
+                .send(k, &[0..8], OpFlags::empty())
+                .ctx(&format!("Send {k}"))?;
+            let r = next_results(&server.rcq, 1, &format!("Receive {k}"))?;
+            Expect::recv(Status::SUCCESS, k, server.qp_context, Some(8))
+                .check(&r[0], &format!("Receive {k}"))?;
+            next_results(&client.scq, 1, &format!("Send {k}"))?;
+            if k == 1 {
+                expect_pending(&dereg, "Deregister while Receive 2 is queued in the region")?;
+            }
+        }
+        wait_ok(&dereg, "Deregister once no request uses the region")
+    });
 }

@@ -16,11 +16,13 @@ use netdirect_spi::kit::mr::Registration;
 use crate::ring::{Gather, Scatter};
 
 /// One checked scatter/gather element: an absolute address range, and the registration that
-/// keeps its memory alive while the request is in flight.
+/// keeps its memory alive while the request is in flight: its own reference (`reg`), or the
+/// queue's pinned one (`pinned`, counted by the queue that holds the element).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Seg {
     pub(crate) addr: u64,
     pub(crate) len: u32,
+    pub(crate) pinned: bool,
     pub(crate) reg: Option<Arc<Registration>>,
 }
 
@@ -29,6 +31,7 @@ impl Seg {
     pub(crate) const EMPTY: Self = Self {
         addr: 0,
         len: 0,
+        pinned: false,
         reg: None,
     };
 }
@@ -285,6 +288,7 @@ pub(crate) fn target(addr: u64, len: u64) -> Seg {
     Seg {
         addr,
         len: u32::try_from(len).unwrap_or(u32::MAX),
+        pinned: false,
         reg: None,
     }
 }
