@@ -9,32 +9,9 @@
 
 #![allow(unsafe_code)]
 
-use std::sync::Arc;
-
-use netdirect_spi::kit::mr::Registration;
-
 use crate::ring::{Gather, Scatter};
 
-/// One checked scatter/gather element: an absolute address range, and the registration that
-/// keeps its memory alive while the request is in flight: its own reference (`reg`), or the
-/// queue's pinned one (`pinned`, counted by the queue that holds the element).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Seg {
-    pub(crate) addr: u64,
-    pub(crate) len: u32,
-    pub(crate) pinned: bool,
-    pub(crate) reg: Option<Arc<Registration>>,
-}
-
-impl Seg {
-    /// An unused slot (for arrays built without allocating).
-    pub(crate) const EMPTY: Self = Self {
-        addr: 0,
-        len: 0,
-        pinned: false,
-        reg: None,
-    };
-}
+pub(crate) use netdirect_spi::kit::wrq::Seg;
 
 /// The checked segments of one request, seen as one message.
 #[derive(Debug)]
@@ -285,12 +262,7 @@ unsafe impl<G: Gather> Gather for Prefixed<'_, G> {
 /// against a live registration (`qp::ShmQp::check_remote`), which the queue pair holds while
 /// it copies.
 pub(crate) fn target(addr: u64, len: u64) -> Seg {
-    Seg {
-        addr,
-        len: u32::try_from(len).unwrap_or(u32::MAX),
-        pinned: false,
-        reg: None,
-    }
+    Seg::new(addr, u32::try_from(len).unwrap_or(u32::MAX), None)
 }
 
 /// Copy `len` bytes from `src` into the memory of `dst` (a peer's inline RDMA Write).

@@ -18,6 +18,7 @@ use netdirect_spi::kit::cq::{ProgressSource, PushKind};
 use netdirect_spi::kit::mr::{Access, AccessError, Kind, LocalCache, Registration};
 use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
+use netdirect_spi::kit::wrq::{total_len, WrQueue};
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
 use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
 
@@ -104,168 +105,6 @@ impl SendWr {
             awaiting: false,
             error: None,
         }
-    }
-}
-
-/// A FIFO of work requests, each with up to `per` segments, in one preallocated slab.
-///
-/// A queued segment keeps its registration alive (a Deregister completes only when no request
-/// uses the memory). Most requests use the registration the one before used, so the queue
-/// *pins* one: it holds a single reference for all of its segments in that registration and
-/// counts them (`pin_users`), instead of a reference per segment: two atomic read-modify-writes
-/// less per request (the clone at post, the drop at completion). The pin goes when its last
-/// user does, so an idle queue holds no registration.
-#[derive(Debug)]
-struct WrQueue<T> {
-    wrs: VecDeque<(T, u16)>,
-    segs: Vec<Seg>,
-    per: usize,
-    cap: usize,
-    head_slot: usize,
-    pin: Option<Arc<Registration>>,
-    /// Queued segments that rely on `pin` (`Seg::pinned`).
-    pin_users: u32,
-}
-
-impl<T> WrQueue<T> {
-    fn new(cap: usize, per: usize) -> Self {
-        let cap = cap.max(1);
-        Self {
-            wrs: VecDeque::with_capacity(cap),
-            segs: vec![Seg::default(); cap * per],
-            per,
-            cap,
-            head_slot: 0,
-            pin: None,
-            pin_users: 0,
-        }
-    }
-
-    /// Check `sge` for `access` into the next request's slots and queue `wr` with them; the
-    /// pinned registration serves when the token is its, `resolve` otherwise. On failure
-    /// nothing is queued or held.
-    fn push_checked(
-        &mut self,
-        wr: T,
-        sge: &[Sge],
-        access: Access,
-        mut resolve: impl FnMut(u32) -> Option<Arc<Registration>>,
-    ) -> std::result::Result<(), AccessError> {
-        debug_assert!(!self.is_full() && sge.len() <= self.per);
-        let mut slot = self.head_slot + self.wrs.len();
-        if slot >= self.cap {
-            slot -= self.cap; // no division on the hot path
-        }
-        let base = slot * self.per;
-        for (i, s) in sge.iter().enumerate() {
-            let addr = s.buffer as usize as u64;
-            let len = u64::from(s.buffer_length);
-            let checked = match &self.pin {
-                Some(p) if p.token == s.memory_region_token && p.is_valid() => {
-                    p.check(addr, len, access).map(|()| None)
-                }
-                _ => match resolve(s.memory_region_token) {
-                    Some(r) => r.check(addr, len, access).map(|()| Some(r)),
-                    None => Err(AccessError::InvalidToken),
-                },
-            };
-            let d = &mut self.segs[base + i];
-            d.addr = addr;
-            d.len = s.buffer_length;
-            match checked {
-                Ok(None) => {
-                    d.pinned = true;
-                    self.pin_users += 1;
-                }
-                Ok(Some(r)) if self.pin_users == 0 => {
-                    // Nothing relies on the old pin: this registration becomes the pin.
-                    d.pinned = true;
-                    self.pin = Some(r);
-                    self.pin_users = 1;
-                }
-                Ok(Some(r)) => d.reg = Some(r),
-                Err(e) => {
-                    for j in base..base + i {
-                        self.release(j);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        self.wrs.push_back((wr, sge.len() as u16));
-        Ok(())
-    }
-
-    /// Let go of slot `i`'s registration.
-    #[inline]
-    fn release(&mut self, i: usize) {
-        let s = &mut self.segs[i];
-        if s.pinned {
-            s.pinned = false;
-            self.pin_users -= 1;
-            if self.pin_users == 0 {
-                self.pin = None;
-            }
-        } else {
-            s.reg = None;
-        }
-    }
-    fn len(&self) -> usize {
-        self.wrs.len()
-    }
-    fn is_full(&self) -> bool {
-        self.wrs.len() >= self.cap
-    }
-    fn max_segs(&self) -> usize {
-        self.per
-    }
-    fn push(&mut self, wr: T, segs: &mut [Seg]) {
-        debug_assert!(!self.is_full() && segs.len() <= self.per);
-        let mut slot = self.head_slot + self.wrs.len();
-        if slot >= self.cap {
-            slot -= self.cap; // no division on the hot path
-        }
-        let base = slot * self.per;
-        let n = segs.len();
-        for (dst, s) in self.segs[base..base + n].iter_mut().zip(segs) {
-            *dst = std::mem::take(s);
-        }
-        self.wrs.push_back((wr, n as u16));
-    }
-    fn front_mut(&mut self) -> Option<&mut T> {
-        self.wrs.front_mut().map(|(wr, _)| wr)
-    }
-    /// The `i`-th request from the front, with its segments.
-    fn get(&self, i: usize) -> Option<(&T, &[Seg])> {
-        let (wr, n) = self.wrs.get(i)?;
-        let mut slot = self.head_slot + i;
-        if slot >= self.cap {
-            slot -= self.cap;
-        }
-        let base = slot * self.per;
-        Some((wr, &self.segs[base..base + *n as usize]))
-    }
-    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.wrs.get_mut(i).map(|(wr, _)| wr)
-    }
-    #[inline]
-    fn front(&self) -> Option<(&T, &[Seg])> {
-        let (wr, n) = self.wrs.front()?;
-        let base = self.head_slot * self.per;
-        Some((wr, &self.segs[base..base + *n as usize]))
-    }
-    #[inline]
-    fn pop(&mut self) -> Option<T> {
-        let (wr, n) = self.wrs.pop_front()?;
-        let base = self.head_slot * self.per;
-        for i in base..base + n as usize {
-            self.release(i);
-        }
-        self.head_slot += 1;
-        if self.head_slot == self.cap {
-            self.head_slot = 0;
-        }
-        Some(wr)
     }
 }
 
@@ -368,10 +207,7 @@ struct Inner {
     accept: Option<OvCompleter>,
     disconnect_waiters: PendingRequests<()>,
     /// Last registration a local SGE resolved to: most posts reuse the same buffer.
-    /// Weak: a Deregister completes when the last user lets go, and a cache is no user.
     cache: LocalCache,
-    /// Scratch for checked segments (no allocation per post).
-    scratch: Vec<Seg>,
     /// Where a Receive taken from the SRQ lands before it moves into `rq`.
     srq_scratch: Vec<SrqSeg>,
     /// On the SRQ's stalled list.
@@ -380,12 +216,7 @@ struct Inner {
 
 impl Inner {
     /// A queue pair's state before it connects (`Conn::Idle`).
-    fn new(
-        rq: WrQueue<RecvWr>,
-        sq: WrQueue<SendWr>,
-        scratch: Vec<Seg>,
-        srq_scratch: Vec<SrqSeg>,
-    ) -> Self {
+    fn new(rq: WrQueue<RecvWr>, sq: WrQueue<SendWr>, srq_scratch: Vec<SrqSeg>) -> Self {
         Self {
             conn: Conn::Idle,
             link: None,
@@ -409,7 +240,6 @@ impl Inner {
             accept: None,
             disconnect_waiters: PendingRequests::new(),
             cache: LocalCache::default(),
-            scratch,
             srq_scratch,
             srq_listed: false,
         }
@@ -419,12 +249,7 @@ impl Inner {
     fn empty() -> Self {
         Self {
             conn: Conn::Closed,
-            ..Self::new(
-                WrQueue::new(1, 1),
-                WrQueue::new(1, 1),
-                Vec::new(),
-                Vec::new(),
-            )
+            ..Self::new(WrQueue::new(1, 1), WrQueue::new(1, 1), Vec::new())
         }
     }
 }
@@ -461,10 +286,6 @@ fn seg_capacity(requested: u32) -> usize {
     requested.max(4) as usize
 }
 
-fn total_len(sge: &[Sge]) -> u64 {
-    sge.iter().map(|s| u64::from(s.buffer_length)).sum()
-}
-
 impl ShmQp {
     pub(crate) fn new(shared: Arc<Shared>, cfg: &QueuePairConfig) -> Result<Arc<Self>> {
         let rcq = ShmCq::downcast(&cfg.receive_cq).ok_or(Error::invalid_parameter(2))?;
@@ -484,10 +305,6 @@ impl ShmQp {
         };
         let srq_scratch = vec![SrqSeg::default(); if srq.is_some() { rq_segs } else { 0 }];
         let info = shared.info;
-        let per = seg_capacity(
-            cfg.max_receive_request_sge
-                .max(cfg.max_initiator_request_sge),
-        );
         let qp = Arc::new_cyclic(|me| Self {
             me: me.clone(),
             shared: shared.clone(),
@@ -505,7 +322,6 @@ impl ShmQp {
                     cfg.initiator_queue_depth as usize,
                     seg_capacity(cfg.max_initiator_request_sge),
                 ),
-                vec![Seg::default(); per.max(rq_segs).max(64)],
                 srq_scratch,
             )),
         });
@@ -595,27 +411,6 @@ impl ShmQp {
         );
     }
 
-    /// Resolve and check one local SGE; the registration is kept with the request.
-    fn check_local(
-        &self,
-        cache: &mut LocalCache,
-        s: &Sge,
-        access: Access,
-    ) -> std::result::Result<Seg, AccessError> {
-        let addr = s.buffer as usize as u64;
-        let len = u64::from(s.buffer_length);
-        let reg = cache
-            .resolve(&self.shared.mrs, s.memory_region_token)
-            .ok_or(AccessError::InvalidToken)?;
-        reg.check(addr, len, access)?;
-        Ok(Seg {
-            addr,
-            len: s.buffer_length,
-            pinned: false,
-            reg: Some(reg),
-        })
-    }
-
     /// Whether every SGE lies in the cached registration with local read access (the common
     /// case of a small Send from the buffer used last), checked without taking a reference
     /// (`LocalCache::covers`): the bytes are copied out before the post returns.
@@ -629,27 +424,6 @@ impl ShmQp {
                 Access::LocalRead,
             )
         })
-    }
-
-    /// Check every SGE into `g.scratch[..sge.len()]`. On failure none of it holds a
-    /// registration (a Deregister must not wait for a request that was never queued).
-    fn check_all(&self, g: &mut Inner, sge: &[Sge], access: Access) -> bool {
-        let Inner { cache, scratch, .. } = g;
-        if scratch.len() < sge.len() {
-            scratch.resize(sge.len(), Seg::default());
-        }
-        for (i, s) in sge.iter().enumerate() {
-            match self.check_local(cache, s, access) {
-                Ok(seg) => scratch[i] = seg,
-                Err(_) => {
-                    for d in &mut scratch[..i] {
-                        d.reg = None;
-                    }
-                    return false;
-                }
-            }
-        }
-        true
     }
 
     /// `Receive`.
@@ -677,11 +451,13 @@ impl ShmQp {
         // Checked straight into the queue's slots (no copy through scratch).
         let Inner { rq, cache, .. } = &mut *g;
         let mrs = &self.shared.mrs;
-        let wr = RecvWr { context, total };
-        if rq
-            .push_checked(wr, sge, Access::LocalWrite, |t| cache.resolve(mrs, t))
-            .is_err()
-        {
+        let queued = rq.push_checked(
+            sge,
+            Access::LocalWrite,
+            |t| cache.resolve(mrs, t),
+            |_| RecvWr { context, total },
+        );
+        if queued.is_err() {
             // An error completion moves the queue pair to the error state (R-QP-6).
             self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
             self.close(&mut g, Status::CONNECTION_REFUSED);
@@ -753,7 +529,7 @@ impl ShmQp {
             unsafe { mem::capture(sge, &mut data) };
             let mut wr = SendWr::new(context, flags, total, Op::Send);
             wr.inline = Some(data);
-            g.sq.push(wr, &mut []);
+            g.sq.push_bare(wr);
         } else {
             if direct && self.cached_readable(&g, sge) {
                 // SAFETY: every SGE lies in the cached live registration with local read
@@ -765,17 +541,20 @@ impl ShmQp {
                     return Ok(());
                 }
             }
-            if !self.check_all(&mut g, sge, Access::LocalRead) {
+            let Inner { sq, cache, .. } = &mut *g;
+            let mrs = &self.shared.mrs;
+            let queued = sq.push_checked(
+                sge,
+                Access::LocalRead,
+                |t| cache.resolve(mrs, t),
+                |_| SendWr::new(context, flags, total, Op::Send),
+            );
+            if queued.is_err() {
                 // Completes ND_ACCESS_VIOLATION in its turn, then the connection ends.
                 let mut wr = SendWr::new(context, flags, total, Op::Send);
                 wr.error = Some(Status::ACCESS_VIOLATION);
-                g.sq.push(wr, &mut []);
-                self.progress_tx(&mut g);
-                return Ok(());
+                g.sq.push_bare(wr);
             }
-            let wr = SendWr::new(context, flags, total, Op::Send);
-            let Inner { sq, scratch, .. } = &mut *g;
-            sq.push(wr, &mut scratch[..sge.len()]);
         }
         self.progress_tx(&mut g);
         Ok(())
@@ -784,12 +563,12 @@ impl ShmQp {
     /// A Send just put in the ring by its post: complete at once when nothing is ahead of it,
     /// else queue it, already in the ring, to complete in its turn.
     fn pushed_send(&self, mut g: MutexGuard<'_, Inner>, context: u64, flags: OpFlags, total: u64) {
-        if g.sq.len() == 0 {
+        if g.sq.is_empty() {
             drop(g);
             self.complete_send(context, flags, Status::SUCCESS);
             return;
         }
-        g.sq.push(SendWr::new(context, flags, total, Op::Send), &mut []);
+        g.sq.push_bare(SendWr::new(context, flags, total, Op::Send));
         g.in_ring += 1;
     }
 
@@ -869,7 +648,6 @@ impl ShmQp {
             self.complete_wr(&wr, Status::CANCELED);
             return Ok(());
         }
-        let mut n = 0;
         if inline {
             if let Op::Write(d) = op {
                 let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
@@ -880,7 +658,7 @@ impl ShmQp {
                     match self.try_push_write_inline(&mut g, d, &src, total as usize) {
                         Some(true) => {
                             wr.awaiting = true;
-                            g.sq.push(wr, &mut []);
+                            g.sq.push_bare(wr);
                             g.in_ring += 1;
                             return Ok(());
                         }
@@ -906,14 +684,25 @@ impl ShmQp {
             } else {
                 Access::LocalRead
             };
-            if self.check_all(&mut g, sge, access) {
-                n = sge.len();
-            } else {
+            let Inner { sq, cache, .. } = &mut *g;
+            let mrs = &self.shared.mrs;
+            let mut slot = Some(wr);
+            let queued = sq.push_checked(
+                sge,
+                access,
+                |t| cache.resolve(mrs, t),
+                |_| slot.take().expect("built once"),
+            );
+            if queued.is_err() {
+                // Completes ND_ACCESS_VIOLATION in its turn, then the connection ends.
+                let mut wr = slot.take().expect("not queued");
                 wr.error = Some(Status::ACCESS_VIOLATION);
+                g.sq.push_bare(wr);
             }
+            self.progress_tx(&mut g);
+            return Ok(());
         }
-        let Inner { sq, scratch, .. } = &mut *g;
-        sq.push(wr, &mut scratch[..n]);
+        g.sq.push_bare(wr);
         self.progress_tx(&mut g);
         Ok(())
     }
@@ -1297,7 +1086,7 @@ impl ShmQp {
                 Op::Write(_) | Op::Read(_) => true,
                 Op::Bind | Op::Invalidate => false,
             };
-            if let Some(wr) = sq.get_mut(i) {
+            if let Some((wr, _)) = sq.get_mut(i) {
                 wr.awaiting = wait;
             }
             if is_read {
@@ -1858,24 +1647,19 @@ impl ShmQp {
         let Some(t) = srq.take_or_wait(srq_scratch, &self.me, srq_listed) else {
             return false;
         };
-        let mut segs = [const { Seg::EMPTY }; 64];
-        let n = t.segs.min(segs.len());
-        for (d, s) in segs.iter_mut().zip(srq_scratch[..n].iter_mut()) {
-            *d = Seg {
-                addr: s.addr,
-                len: s.len,
-                pinned: false,
-                reg: s.reg.take(),
-            };
-        }
-        rq.push(
-            RecvWr {
+        let n = t.segs.min(rq.max_segs()).min(srq_scratch.len());
+        let taken = rq.push_with(
+            n,
+            |i| {
+                let s = &mut srq_scratch[i];
+                Ok::<_, std::convert::Infallible>(Seg::new(s.addr, s.len, s.reg.take()))
+            },
+            |_| RecvWr {
                 context: t.context,
                 total: t.total,
             },
-            &mut segs[..n],
         );
-        true
+        taken.is_ok()
     }
 
     /// A Receive was posted to this queue pair's SRQ while it was on the stalled list (which
@@ -1918,7 +1702,7 @@ impl ShmQp {
     /// Drive this queue pair with the lock held.
     fn progress_locked(&self, g: &mut Inner) {
         self.progress_rx(g);
-        if g.sq.len() > 0 || !g.answers.is_empty() {
+        if !g.sq.is_empty() || !g.answers.is_empty() {
             self.progress_tx(g);
         }
         self.flush_wake(g);
@@ -2109,7 +1893,7 @@ impl ShmQp {
             self.complete_wr(&wr, Status::CANCELED);
             return Ok(());
         }
-        g.sq.push(wr, &mut []);
+        g.sq.push_bare(wr);
         self.progress_tx(&mut g);
         Ok(())
     }
@@ -2138,7 +1922,7 @@ impl ShmQp {
             return Ok(());
         }
         wr.error = window.invalidate_through(self.id, &mut g.windows);
-        g.sq.push(wr, &mut []);
+        g.sq.push_bare(wr);
         self.progress_tx(&mut g);
         Ok(())
     }

@@ -19,3 +19,4 @@ pub mod negotiate;
 pub mod overlapped;
 pub mod srq;
 pub mod waiters;
+pub mod wrq;

@@ -38,7 +38,6 @@
 //! is already in `tx`, with their source memory referenced, not copied; at most the
 //! connection's IRD of them (plus one zero-length probe) may be queued (RFC 5040 §5.4).
 
-mod queue;
 mod rx;
 mod tx;
 
@@ -66,7 +65,7 @@ use crate::cq::TcpCq;
 use crate::engine::{Source, Stream};
 use crate::protect::ExpectedResponse;
 use crate::srq::TcpSrq;
-use queue::{Seg, WrQueue};
+use netdirect_spi::kit::wrq::{total_len, Seg, WrQueue};
 use rx::Rx;
 use tx::Tx;
 
@@ -468,11 +467,7 @@ impl TcpQp {
             .resolve(&self.shared.mrs, s.memory_region_token)
             .ok_or(AccessError::InvalidToken)?;
         reg.check(addr, len, access)?;
-        Ok(Seg {
-            addr,
-            len: s.buffer_length,
-            reg: Some(reg),
-        })
+        Ok(Seg::new(addr, s.buffer_length, Some(reg)))
     }
 
     /// `Receive`.
@@ -492,16 +487,18 @@ impl TcpQp {
         if g.rq.is_full() {
             return fail(Status::NO_MORE_ENTRIES);
         }
-        let total = queue::total_len(sge);
+        let total = total_len(sge);
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_recv(context, Status::CANCELED, 0, false);
             return Ok(());
         }
         let Inner { rq, cache, .. } = &mut *g;
-        let checked = rq.push_with(
-            sge.len(),
-            |i| self.check_local(cache, &sge[i], Access::LocalWrite),
+        let mrs = &self.shared.mrs;
+        let checked = rq.push_checked(
+            sge,
+            Access::LocalWrite,
+            |t| cache.resolve(mrs, t),
             |_| RecvWr { context, total },
         );
         if checked.is_err() {
@@ -563,7 +560,7 @@ impl TcpQp {
         if g.sq.is_full() {
             return fail(Status::NO_MORE_ENTRIES);
         }
-        let total = queue::total_len(sge);
+        let total = total_len(sge);
         if total > self.max_transfer
             || (inline && total > u64::from(self.inline_size.max(tx::INLINE_COPY as u32)))
         {
@@ -660,7 +657,8 @@ impl TcpQp {
                         let (seg, off) = read_part(segs, wr.issued);
                         let (sink_stag, sink_to, size) = match seg {
                             Some(k) => (
-                                segs[k].reg.as_ref().map_or(0, |r| r.token),
+                                // Queued by push_with: each segment holds its registration.
+                                segs[k].reg().map_or(0, |r| r.token),
                                 segs[k].addr,
                                 segs[k].len,
                             ),
@@ -1079,11 +1077,7 @@ impl TcpQp {
             t.segs,
             |i| {
                 let s = &mut srq_scratch[i];
-                Ok::<_, std::convert::Infallible>(Seg {
-                    addr: s.addr,
-                    len: s.len,
-                    reg: s.reg.take(),
-                })
+                Ok::<_, std::convert::Infallible>(Seg::new(s.addr, s.len, s.reg.take()))
             },
             |_| RecvWr {
                 context: t.context,

@@ -563,7 +563,7 @@ impl TcpQp {
                 let i = (wr_seq - g.front_seq) as usize;
                 g.sq.get(i)
                     .and_then(|(_, segs)| segs.get(seg))
-                    .and_then(|s| s.reg.clone())
+                    .and_then(|s| s.reg().cloned())
             }
             ReadKind::Probe | ReadKind::Rtr => None,
         };

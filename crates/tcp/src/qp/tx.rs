@@ -20,8 +20,8 @@ use rustix::io::Errno;
 use rustix::net::{SendAncillaryBuffer, SendFlags};
 use socket2::Socket;
 
-use super::queue::Seg;
 use crate::mem;
+use netdirect_spi::kit::wrq::Seg;
 
 /// Payloads up to this many bytes are copied into the staging buffer rather than gathered.
 pub(crate) const INLINE_COPY: usize = 1024;
@@ -347,11 +347,11 @@ impl Tx {
         };
         let stash = std::mem::take(&mut self.stash);
         let off = self.stash_off;
-        let seg = [Seg {
-            addr: stash[off..].as_ptr() as usize as u64,
-            len: n as u32,
-            reg: None,
-        }];
+        let seg = [Seg::new(
+            stash[off..].as_ptr() as usize as u64,
+            n as u32,
+            None,
+        )];
         // Inline payloads (≤ the inline limit, at most INLINE_COPY bytes) are always copied
         // into the staged frame, so the stash may be reused afterwards.
         debug_assert!(n <= INLINE_COPY);
@@ -403,11 +403,7 @@ impl Tx {
             stag: sink_stag,
             to: sink_to,
         };
-        let seg = [Seg {
-            addr: src,
-            len: size,
-            reg: None,
-        }];
+        let seg = [Seg::new(src, size, None)];
         self.encode_message(msg, &seg, u64::from(size), crc);
         self.chunks.push_back(Chunk::Resp);
     }
@@ -619,11 +615,11 @@ mod tests {
         b.set_nonblocking(true).unwrap();
         let mut reader: std::os::unix::net::UnixStream = std::os::fd::OwnedFd::from(b).into();
         let payload = vec![7u8; 512];
-        let seg = [Seg {
-            addr: payload.as_ptr() as usize as u64,
-            len: payload.len() as u32,
-            reg: None,
-        }];
+        let seg = [Seg::new(
+            payload.as_ptr() as usize as u64,
+            payload.len() as u32,
+            None,
+        )];
         let mut tx = Tx::new();
         tx.start(65504);
         let (mut queued, mut sent, mut got) = (0usize, 0usize, 0usize);
