@@ -13,6 +13,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use netdirect_spi::kit::shared_mem::SharedMemory;
 use netdirect_spi::traits;
 
 use crate::{Error, MrFlags, Overlapped, Result, Sge, Status};
@@ -68,7 +69,7 @@ impl MemoryRegion {
     /// Register all of `buf`. Safe: the region holds the buffer until it is deregistered and
     /// every request that used it has finished.
     pub fn register_buffer(&self, buf: &Buffer, flags: MrFlags) -> Result<Overlapped> {
-        let keep: Arc<dyn std::any::Any + Send + Sync> = buf.inner.clone();
+        let keep = buf.keep.clone();
         // SAFETY: `keep` owns the allocation and the provider holds it for as long as it can
         // touch the memory; `Buffer` gives no safe access to the bytes while that may happen.
         unsafe {
@@ -159,24 +160,52 @@ impl Drop for Alloc {
 /// never frees memory a request still uses. Reading and writing the bytes is `unsafe` because
 /// a Receive or a peer's Write may be storing into them; do it when no request that writes the
 /// buffer is in flight.
+///
+/// Buffers of [`Buffer::SHARED_MIN`] bytes or more are a shared mapping of a sealed memfd
+/// (`kit::shared_mem`), so that a same-host peer allowed to write them can do so with one copy
+/// (the `shm` provider's mapped RDMA Write); smaller ones come from the heap.
 #[derive(Clone)]
 pub struct Buffer {
-    inner: Arc<Alloc>,
+    ptr: *mut u8,
     len: usize,
+    /// What owns the memory: an `Alloc` or a `SharedMemory`, given to the provider as the
+    /// registration's keep-alive (which is how a provider recognises shared memory).
+    keep: Arc<dyn std::any::Any + Send + Sync>,
 }
+
+// SAFETY: `ptr` points into memory `keep` owns; access to the bytes goes through `Buffer`'s
+// methods, whose contracts govern concurrent use.
+unsafe impl Send for Buffer {}
+// SAFETY: as above.
+unsafe impl Sync for Buffer {}
 
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer")
-            .field("ptr", &self.inner.ptr)
+            .field("ptr", &self.ptr)
             .field("len", &self.len)
+            .field("shared", &self.keep.is::<SharedMemory>())
             .finish()
     }
 }
 
 impl Buffer {
+    /// From this size on a buffer is shared-mappable memory (one memfd descriptor each).
+    pub const SHARED_MIN: usize = 64 << 10;
+
     /// `len` zeroed bytes (at least one), aligned to 4096.
     pub fn new(len: usize) -> Result<Self> {
+        if len >= Self::SHARED_MIN {
+            if let Ok(m) = SharedMemory::new(len) {
+                return Ok(Self {
+                    ptr: m.as_ptr(),
+                    len,
+                    keep: Arc::new(m),
+                });
+            }
+            // No memfd (descriptor limit, sandbox): heap memory works for everything but
+            // the one-copy path.
+        }
         let layout = Layout::from_size_align(len.max(1), 4096)
             .map_err(|_| Error::new(Status::INVALID_PARAMETER))?;
         // SAFETY: the layout has a non-zero size.
@@ -185,8 +214,9 @@ impl Buffer {
             return Err(Error::new(Status::NO_MEMORY));
         }
         Ok(Self {
-            inner: Arc::new(Alloc { ptr, layout }),
+            ptr,
             len,
+            keep: Arc::new(Alloc { ptr, layout }),
         })
     }
 
@@ -202,7 +232,7 @@ impl Buffer {
 
     /// The first byte.
     pub fn as_ptr(&self) -> *mut u8 {
-        self.inner.ptr
+        self.ptr
     }
 
     /// An SGE for `range` of this buffer under the local `token` of the region it is registered
@@ -214,7 +244,7 @@ impl Buffer {
         );
         let len = u32::try_from(range.end - range.start).expect("an SGE is at most 4 GiB");
         // SAFETY: in bounds of the allocation (checked above).
-        Sge::new(unsafe { self.inner.ptr.add(range.start) }, len, token)
+        Sge::new(unsafe { self.ptr.add(range.start) }, len, token)
     }
 
     /// The bytes, shared.
@@ -223,7 +253,7 @@ impl Buffer {
     /// No request or remote access may be writing the buffer while the slice lives.
     pub unsafe fn as_slice(&self) -> &[u8] {
         // SAFETY: valid for `len` bytes; the caller rules out concurrent writers.
-        unsafe { std::slice::from_raw_parts(self.inner.ptr, self.len) }
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// The bytes, exclusive.
@@ -234,6 +264,6 @@ impl Buffer {
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
         // SAFETY: valid for `len` bytes; the caller rules out every other access.
-        unsafe { std::slice::from_raw_parts_mut(self.inner.ptr, self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }

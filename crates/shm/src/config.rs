@@ -33,6 +33,15 @@ pub const VARIABLES: &[Variable] = &[
                   data area): the pipelining grain of large Sends",
     },
     Variable {
+        name: "ND_SHM_MAP_MIN_KIB",
+        default: "64",
+        meaning: "RDMA Writes of at least this many KiB into shared-mappable memory (a \
+                  netdirect::Buffer of 64 KiB or more) are copied once, by the initiator, \
+                  straight into a mapping of the target's memory, when the initiator has shown \
+                  it may write the target's process anyway (same ptrace access); 0 turns the \
+                  mapping off",
+    },
+    Variable {
         name: "ND_SHM_PULL_MIN_KIB",
         default: "0",
         meaning: "Sends of at least this many KiB are pulled by the receiver straight from the \
@@ -69,6 +78,8 @@ pub(crate) struct Config {
     pub(crate) pull_min: u64,
     /// Smallest RDMA Write pulled by the target with cross-memory attach (0: never).
     pub(crate) write_pull_min: u64,
+    /// Smallest RDMA Write copied into a mapping of the target's memory (0: never).
+    pub(crate) map_min: u64,
     /// How long a message waits for a Receive (`ND_SHM_RNR_TIMEOUT_MS`).
     pub(crate) rnr_timeout: std::time::Duration,
 }
@@ -85,11 +96,13 @@ impl Config {
         let chunk = (var::<usize>("ND_SHM_CHUNK_KIB", 64).max(1) << 10).min(data_len as usize / 4);
         let pull_min = var::<u64>("ND_SHM_PULL_MIN_KIB", 0) << 10;
         let write_pull_min = var::<u64>("ND_SHM_WRITE_PULL_MIN_KIB", 0) << 10;
+        let map_min = var::<u64>("ND_SHM_MAP_MIN_KIB", 64) << 10;
         Self {
             params: Params { cells, data_len },
             chunk,
             pull_min,
             write_pull_min,
+            map_min,
             rnr_timeout: std::time::Duration::from_millis(var("ND_SHM_RNR_TIMEOUT_MS", 3_000)),
         }
     }

@@ -8,7 +8,7 @@
 //! `tcp` provider does over MPA v2.
 
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, MutexGuard, Weak};
 
 use netdirect_spi::kit::connector::{
@@ -266,7 +266,7 @@ impl ConnectorProvider for Shm {
             Ok(()) => {}
             Err(_) => return refused(&mut g, sock),
         }
-        if proto::send(&sock, &Msg::Request(request), Some(&memfd)).is_err() {
+        if proto::send(&sock, &Msg::Request(request), Some(memfd.as_fd())).is_err() {
             // Connected sockets cannot be connected again: a retry claims the port afresh.
             drop(sock);
             return Ok(Overlapped::completed(engine, Status::CONNECTION_REFUSED));

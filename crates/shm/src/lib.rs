@@ -96,13 +96,18 @@
 //! **One-sided operations** (`qp`, `ring`). RDMA Write and Read travel as ring records too
 //! (WRITE, WPULL, READ; answered by ACK, RRESP or TERM) and the *target* checks and performs
 //! them against its own registration table when it drives its queue pair, so the initiator
-//! never touches the target's memory and a Deregister can never race a copy (the target holds
-//! the registration while it copies). A Write of at most 32 bytes rides in one cell with its
-//! descriptor; larger ones come through the data area in chunks that the two sides copy in and
-//! out at the same time (or, with `ND_SHM_WRITE_PULL_MIN_KIB` set and when the kernel allows
-//! it, the target pulls them straight from the initiator with `process_vm_readv`: one copy but
-//! one core, slower here). Requests are pipelined; the target answers them in order. A Write
-//! completes on the target's ACK: its data is in the target's memory.
+//! touches the target's memory only where the target granted it and a Deregister can never
+//! race a copy (the target holds the registration while it, or the initiator, copies). A Write
+//! of at most 32 bytes rides in one cell with its descriptor; larger ones come through the data
+//! area in chunks that the two sides copy in and out at the same time (or, with
+//! `ND_SHM_WRITE_PULL_MIN_KIB` set and when the kernel allows it, the target pulls them
+//! straight from the initiator with `process_vm_readv`: one copy but one core, slower here).
+//! A Write of 64 KiB or more (`ND_SHM_MAP_MIN_KIB`) into shared-mappable memory (a
+//! `netdirect::Buffer` of 64 KiB or more) is copied once, by the initiator, into a mapping of
+//! the target's memory that the target grants for it, and only to a peer that has shown it may
+//! write the target's memory anyway (`mapped`: MAPW, GRANT, DONE). Requests are pipelined; the
+//! target answers them in order. A Write completes on the target's ACK (or, mapped, once the
+//! initiator's copy is done): its data is in the target's memory.
 //! A refused access completes `ND_ACCESS_VIOLATION` and ends the connection, as in `tcp`.
 //! Memory windows (Bind/Invalidate) and shared receive queues (`srq`, with the
 //! receiver-not-ready bound `ND_SHM_RNR_TIMEOUT_MS`) behave as in `tcp`. See "One-sided
@@ -128,6 +133,7 @@
 //! | `rping --op write --size 65536` | 15.6–24.7 GB/s | |
 //! | `rping --op write --size 1048576` | 6.9–18.3 GB/s, up to 27–28 in quiet moments | `memcpy_bw` 1 MiB 29–36 GB/s; `pvm_bw` 1 MiB 10.5–11.4 GB/s |
 //! | same, `ND_SHM_WRITE_PULL_MIN_KIB=16` (target pulls with `process_vm_readv`) | 10.4–10.7 GB/s | |
+//! | same, mapped (the default for `Buffer` memory since; another day) | 28.6–29.4 GB/s | through the data area (`ND_SHM_MAP_MIN_KIB=0`) 17–21 GB/s in the same minutes |
 //! | `rping --op read --size 1048576` | 7.9–27.9 GB/s | |
 //!
 //! The host is shared and its state moves (the same flag spin measured 0.05 µs and, minutes
@@ -178,6 +184,8 @@ pub mod forge;
 mod link;
 #[cfg(not(loom))]
 mod listener;
+#[cfg(not(loom))]
+mod mapped;
 #[cfg(not(loom))]
 mod mem;
 #[cfg(not(loom))]

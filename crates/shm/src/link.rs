@@ -23,7 +23,7 @@ pub(crate) struct Link {
     /// The socket, in the engine's epoll set until the peer's end-of-file.
     reg: Mutex<Option<Registered>>,
     /// The same socket, for sending (kept after it leaves the epoll set).
-    sock: OwnedFd,
+    pub(crate) sock: OwnedFd,
     engine: Arc<Engine>,
     link_key: AtomicU64,
     qp: Weak<ShmQp>,
@@ -45,6 +45,8 @@ pub(crate) struct Link {
     pub(crate) idle: AtomicU32,
     /// The peer's process id (`SO_PEERCRED`), for pulling RTS messages; 0 if unknown.
     pub(crate) peer_pid: i32,
+    /// Mapped RDMA Writes (`mapped`).
+    pub(crate) maps: crate::mapped::Maps,
 }
 
 impl fmt::Debug for Link {
@@ -89,8 +91,12 @@ impl Link {
                 closed: AtomicBool::new(false),
                 idle: AtomicU32::new(0),
                 peer_pid,
+                maps: crate::mapped::Maps::default(),
             }
         });
+        // Where a peer that may write our memory reads the proof of it (`mapped`).
+        let nonce: *const [u64; 2] = crate::mapped::nonce();
+        link.me().nonce_addr.store(nonce as u64, Ordering::Release);
         // Large messages may be pulled from the peer's memory if the kernel lets us read it
         // (same user, no ptrace restriction): tell the peer by our `can_pull` word.
         if peer_pid > 0 && crate::mem::probe(peer_pid, peer_seg_addr, Segment::MAGIC) {
@@ -117,11 +123,11 @@ impl Link {
         self.seg.chan(1 - self.side)
     }
 
-    fn me(&self) -> &SideLine {
+    pub(crate) fn me(&self) -> &SideLine {
         self.seg.side(self.side)
     }
 
-    fn peer(&self) -> &SideLine {
+    pub(crate) fn peer(&self) -> &SideLine {
         self.seg.side(1 - self.side)
     }
 
@@ -234,18 +240,23 @@ impl Link {
         }
         for _ in 0..max {
             match proto::recv(&self.sock) {
-                Recv::Msg(..) => {}
+                Recv::Msg(msg, fd) => self.on_message(msg, fd),
                 Recv::Empty => return false,
                 Recv::Eof => {
-                    self.peer_eof.store(true, Ordering::Release);
-                    if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        drop(r.into_inner());
-                    }
+                    self.note_eof();
                     return true;
                 }
             }
         }
         false
+    }
+
+    /// End-of-file on the socket: the peer is gone; the socket leaves the epoll set.
+    pub(crate) fn note_eof(&self) {
+        self.peer_eof.store(true, Ordering::Release);
+        if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            drop(r.into_inner());
+        }
     }
 
     /// Whether the local side closed the connection.

@@ -230,6 +230,50 @@ pub(crate) fn probe(pid: i32, addr: u64, expect: u64) -> bool {
     n == 8 && word == expect
 }
 
+/// Copy `len` bytes of `src` (from message offset 0) to offset `off` of `dst`, a peer's
+/// shared memory mapped here (a mapped RDMA Write); `false`, copying nothing, if that range
+/// leaves the mapping.
+pub(crate) fn copy_into<G: Gather>(
+    dst: &netdirect_spi::kit::shared_mem::SharedMemory,
+    off: u64,
+    src: &G,
+    len: usize,
+) -> bool {
+    let fits = off
+        .checked_add(len as u64)
+        .is_some_and(|end| end <= dst.len() as u64);
+    if !fits {
+        return false;
+    }
+    let mut at = off as usize;
+    src.pieces(0, len, |p, n| {
+        // SAFETY: `at + n <= off + len <= dst.len()` (the pieces add up to `len`, `Gather`'s
+        // contract), so the destination lies inside the mapping, which a sealed memfd backs
+        // whole (`SharedMemory::open`); `p` is readable for `n` bytes (`Gather`); the two
+        // cannot overlap (one is a mapping of the peer's memfd, the other our registered
+        // memory).
+        unsafe { std::ptr::copy_nonoverlapping(p, dst.as_ptr().add(at), n) };
+        at += n;
+    });
+    true
+}
+
+/// Read `buf.len()` bytes at `addr` in process `pid` (cross-memory attach); whether all came.
+pub(crate) fn read_remote(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
+    let l = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let r = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: the local iovec is `buf`, writable for its length; the remote one is checked by
+    // the kernel against the other process's address space (and its ptrace rules).
+    let n = unsafe { libc::process_vm_readv(pid, &l, 1, &r, 1, 0) };
+    n == buf.len() as isize
+}
+
 /// A record's inline bytes: a one-sided request's 16-byte descriptor, then message bytes
 /// `off..` of `rest` (an RDMA Write whose data fits in the cell with its descriptor).
 #[derive(Debug)]

@@ -18,6 +18,7 @@
 //! | ACCEPT | passive | IRD, ORD, segment address, private data | |
 //! | REJECT | passive | private data | |
 //! | WAKE | either | (none): "something changed in the segment" | |
+//! | MAP | either | the id of a shared memory about to be granted (a mapped RDMA Write) | its memfd |
 //!
 //! The connection's socket stays open as long as the connection: end-of-file on it means the
 //! peer disconnected or died (the kernel closes a killed process's descriptors), and it carries
@@ -25,7 +26,7 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::io::Errno;
 use rustix::net::{
@@ -100,6 +101,7 @@ pub(crate) enum Kind {
     Accept = 2,
     Reject = 3,
     Wake = 4,
+    Map = 5,
 }
 
 /// A connection request.
@@ -130,6 +132,11 @@ pub(crate) enum Msg {
         private_data: Vec<u8>,
     },
     Wake,
+    /// The memfd attached is the shared memory with this id (`kit::shared_mem`): a GRANT
+    /// naming it follows in the ring.
+    Map {
+        id: u64,
+    },
 }
 
 fn put_addr(b: &mut Vec<u8>, a: &SocketAddr) {
@@ -163,6 +170,7 @@ impl Msg {
             Self::Accept { .. } => Kind::Accept,
             Self::Reject { .. } => Kind::Reject,
             Self::Wake => Kind::Wake,
+            Self::Map { .. } => Kind::Map,
         };
         b.push(kind as u8);
         b.extend_from_slice(&[0, 0]);
@@ -190,6 +198,7 @@ impl Msg {
             }
             Self::Reject { private_data } => put_pd(&mut b, private_data),
             Self::Wake => {}
+            Self::Map { id } => b.extend_from_slice(&id.to_le_bytes()),
         }
         b
     }
@@ -225,6 +234,7 @@ impl Msg {
                 private_data: r.pd()?,
             },
             4 => Self::Wake,
+            5 => Self::Map { id: r.u64()? },
             _ => return None,
         };
         r.0.is_empty().then_some(m)
@@ -275,14 +285,14 @@ impl Reader<'_> {
 }
 
 /// Send one message, with `fd` attached if given. Non-blocking: a full socket is `AGAIN`.
-pub(crate) fn send(s: &impl AsFd, msg: &Msg, fd: Option<&OwnedFd>) -> Result<(), Errno> {
+pub(crate) fn send(s: &impl AsFd, msg: &Msg, fd: Option<BorrowedFd<'_>>) -> Result<(), Errno> {
     let bytes = msg.encode();
     let iov = [io::IoSlice::new(&bytes)];
     let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut anc = SendAncillaryBuffer::new(&mut space);
     let fds;
     if let Some(fd) = fd {
-        fds = [fd.as_fd()];
+        fds = [fd];
         anc.push(SendAncillaryMessage::ScmRights(&fds));
     }
     loop {
@@ -375,6 +385,7 @@ mod tests {
                 private_data: vec![],
             },
             Msg::Wake,
+            Msg::Map { id: 7 },
         ] {
             assert_eq!(Msg::decode(&m.encode()), Some(m));
         }

@@ -145,11 +145,35 @@ struct RxMsg {
     sink: Sink,
 }
 
-/// One answer owed to the peer (target side).
+/// One answer owed to the peer, in the order owed (ACK, a Read response, a mapped Write's
+/// GRANT; DONE is the initiator's answer to a GRANT).
 #[derive(Debug)]
 enum Answer {
     Ack,
     Read(Resp),
+    /// The mapped Write may go into our shared memory `id` at `off` (`mapped`).
+    Grant {
+        id: u64,
+        off: u64,
+        len: u32,
+    },
+    /// The mapped Write must go the ordinary way.
+    Deny,
+    /// We copied the granted Write (or, `copied: false`, could not).
+    Done {
+        copied: bool,
+    },
+}
+
+/// Where the initiator's mapped Write stands (`mapped`): it is the request being pushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MapOut {
+    /// No mapped Write asked for.
+    Idle,
+    /// MAPW is in the ring; nothing else is pushed until the GRANT.
+    Asked,
+    /// Refused (or not mappable here): the Write goes the ordinary way.
+    Denied,
 }
 
 /// The response to the peer's RDMA Read, being pushed into our ring (target side).
@@ -190,6 +214,11 @@ struct Inner {
     rx_msg: Option<RxMsg>,
     /// The registration an incoming chunked Write is placed into.
     rx_reg: Option<Arc<Registration>>,
+    /// Our mapped Write being asked for (initiator side).
+    map_out: MapOut,
+    /// The registration the peer's granted mapped Write goes into, held until its DONE
+    /// (target side).
+    map_hold: Option<Arc<Registration>>,
     /// Read limits of the connection: Reads the peer may have in flight toward us (IRD) and
     /// Reads we may issue (ORD).
     ird: u32,
@@ -232,6 +261,8 @@ impl Inner {
             answers_reads: 0,
             rx_msg: None,
             rx_reg: None,
+            map_out: MapOut::Idle,
+            map_hold: None,
             ird: 0,
             ord: 0,
             wake_owed: false,
@@ -767,6 +798,21 @@ impl ShmQp {
                     g.prod.push_inline(tx, kind::ACK, 0, &Owned(&[]), 0, 0);
                 }),
                 Answer::Read(_) => self.push_resp(g, tx)?.then_some(()),
+                &Answer::Grant { id, off, len } => g.prod.has_room(tx, 0)?.then(|| {
+                    let mut b = [0u8; 16];
+                    b[..8].copy_from_slice(&id.to_le_bytes());
+                    b[8..].copy_from_slice(&off.to_le_bytes());
+                    g.prod
+                        .push_header(tx, kind::GRANT, 0, len, &Owned(&b), 0, 16);
+                }),
+                Answer::Deny => g.prod.has_room(tx, 0)?.then(|| {
+                    g.prod
+                        .push_inline(tx, kind::GRANT, flag::NO, &Owned(&[]), 0, 0);
+                }),
+                &Answer::Done { copied } => g.prod.has_room(tx, 0)?.then(|| {
+                    let f = if copied { 0 } else { flag::NO };
+                    g.prod.push_inline(tx, kind::DONE, f, &Owned(&[]), 0, 0);
+                }),
             };
             if done.is_none() {
                 return Ok(false);
@@ -824,6 +870,7 @@ impl ShmQp {
         let chunk = self.shared.config.chunk as u64;
         let pull_min = self.shared.config.pull_min;
         let write_pull_min = self.shared.config.write_pull_min;
+        let map_min = self.shared.config.map_min;
         let mut pushed = false;
         let mut blocked = false;
         // Answers to the peer's requests come first, in order: its requests wait for them.
@@ -851,6 +898,7 @@ impl ShmQp {
                 in_ring,
                 reads_out,
                 ord,
+                map_out,
                 ..
             } = &mut *g;
             // Requests go into the ring in post order while earlier ones wait for answers
@@ -902,6 +950,36 @@ impl ShmQp {
                         false
                     }
                 },
+                // A mapped Write asked for: nothing goes in until the GRANT (`mapped`).
+                Op::Write(_) if *map_out == MapOut::Asked => false,
+                Op::Write(d)
+                    if !*tx_hdr
+                        && *map_out == MapOut::Idle
+                        && map_min > 0
+                        && total >= map_min
+                        && wr.inline.is_none()
+                        && link.prove() =>
+                {
+                    match prod.has_room(&tx, 0) {
+                        Ok(true) => {
+                            let head = d.encode();
+                            prod.push_header(
+                                &tx,
+                                kind::MAPW,
+                                0,
+                                total as u32,
+                                &Owned(&head),
+                                0,
+                                16,
+                            );
+                            *map_out = MapOut::Asked;
+                            pushed = true;
+                        }
+                        Ok(false) => blocked = true,
+                        Err(Violation) => violation = true,
+                    }
+                    false
+                }
                 Op::Write(d) if !*tx_hdr => {
                     let head = d.encode();
                     let pull = write_pull_min > 0
@@ -1079,6 +1157,7 @@ impl ShmQp {
             }
             *tx_sent = 0;
             *tx_hdr = false;
+            *map_out = MapOut::Idle;
             // A Send is complete once its bytes are in the ring (or when the peer ACKs an
             // RTS); Writes and Reads when the peer answers.
             let wait = match wr.op {
@@ -1191,6 +1270,33 @@ impl ShmQp {
                     continue;
                 }
                 _ if g.conn != Conn::Established => return self.violation(g),
+                kind::GRANT => {
+                    // The answer to our MAPW (`mapped`), between records of nothing else.
+                    if g.map_out != MapOut::Asked || g.rx_msg.is_some() {
+                        return self.violation(g);
+                    }
+                    let mut cell = [0u8; 16];
+                    if r.len == 16 {
+                        g.cons.read_inline(&rx, 16, &mut OwnedMut(&mut cell), 0);
+                    }
+                    g.cons.advance();
+                    consumed = true;
+                    if r.flags & flag::NO != 0 {
+                        g.map_out = MapOut::Denied;
+                    } else if !self.mapped_copy(g, link, &cell, r.total) {
+                        return self.violation(g);
+                    }
+                    continue;
+                }
+                kind::DONE => {
+                    // The peer copied the Write we granted (or could not): let go.
+                    if g.map_hold.take().is_none() {
+                        return self.violation(g);
+                    }
+                    g.cons.advance();
+                    consumed = true;
+                    continue;
+                }
                 kind::ACK => {
                     // The peer pulled our RTS message or placed our Write: it is complete.
                     if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
@@ -1229,6 +1335,10 @@ impl ShmQp {
                         let wr = g.sq.pop().expect("present");
                         g.in_ring -= 1;
                         self.complete_wr(&wr, Status::ACCESS_VIOLATION);
+                    } else if g.map_out == MapOut::Asked && g.in_ring == 0 {
+                        // Our mapped Write's MAPW was refused: it is the oldest.
+                        let wr = g.sq.pop().expect("present");
+                        self.complete_wr(&wr, Status::ACCESS_VIOLATION);
                     }
                     self.close(g, Status::CONNECTION_REFUSED);
                     return;
@@ -1251,7 +1361,7 @@ impl ShmQp {
                         Pulled::Closed => return,
                     }
                 }
-                kind::WRITE | kind::WPULL | kind::READ => {
+                kind::WRITE | kind::WPULL | kind::READ | kind::MAPW => {
                     if g.rx_msg.is_some() {
                         return self.violation(g);
                     }
@@ -1462,6 +1572,39 @@ impl ShmQp {
         let rx = link.rx();
         let total = u64::from(r.total);
         match r.kind {
+            kind::MAPW => {
+                // One granted Write at a time: the peer pushes nothing else until its DONE.
+                if g.map_hold.is_some() {
+                    return Served::Broken;
+                }
+                let mut cell = [0u8; Desc::LEN];
+                g.cons
+                    .read_inline(&rx, Desc::LEN, &mut OwnedMut(&mut cell), 0);
+                let d = Desc::decode(&cell);
+                let Ok(reg) = self.check_remote(g, d, total, Access::RemoteWrite) else {
+                    return Served::Refused;
+                };
+                g.cons.advance();
+                // Granted only into shared memory, to a peer that showed it may write our
+                // memory anyway, once it has the memory's descriptor (`mapped`).
+                let grant = reg.as_deref().and_then(|r| {
+                    let m = r.shared_memory()?;
+                    let off = m.offset_of(d.addr, total)?;
+                    (total > 0 && link.peer_proved() && link.offer_memory(m)).then(|| (m.id(), off))
+                });
+                match grant {
+                    Some((id, off)) => {
+                        g.map_hold = reg;
+                        g.answers.push_back(Answer::Grant {
+                            id,
+                            off,
+                            len: r.total,
+                        });
+                    }
+                    None => g.answers.push_back(Answer::Deny),
+                }
+                Served::Done
+            }
             kind::WRITE => {
                 let mut cell = [0u8; INLINE_MAX];
                 let n = r.len as usize; // 16..=48, checked by `peek`
@@ -1559,6 +1702,41 @@ impl ShmQp {
                 Served::Done
             }
         }
+    }
+
+    /// The target granted our mapped Write `cell` (memory id, offset) for `total` bytes: copy
+    /// the Write into its memory, answer DONE, and count the Write as in the ring (complete in
+    /// its turn: the bytes are placed). When its memory cannot be mapped, answer DONE with
+    /// `flag::NO` and send the Write the ordinary way. `false`: the grant does not fit the
+    /// Write being pushed (a protocol violation).
+    fn mapped_copy(&self, g: &mut Inner, link: &Link, cell: &[u8; 16], total: u32) -> bool {
+        let id = u64::from_le_bytes(cell[..8].try_into().expect("8 bytes"));
+        let off = u64::from_le_bytes(cell[8..].try_into().expect("8 bytes"));
+        let i = g.in_ring;
+        let copied = match g.sq.get(i) {
+            Some((wr, segs))
+                if matches!(wr.op, Op::Write(_))
+                    && wr.inline.is_none()
+                    && wr.total == u64::from(total) =>
+            {
+                // The source passed the local-read check at post and is held by the request;
+                // `copy_in` bounds the destination by the mapping.
+                link.peer_memory(id)
+                    .is_some_and(|m| mem::copy_into(&m, off, &Segs(segs), total as usize))
+            }
+            _ => return false,
+        };
+        g.answers.push_back(Answer::Done { copied });
+        if copied {
+            if let Some((wr, _)) = g.sq.get_mut(i) {
+                wr.awaiting = false;
+            }
+            g.in_ring += 1;
+            g.map_out = MapOut::Idle;
+        } else {
+            g.map_out = MapOut::Denied;
+        }
+        true
     }
 
     /// The peer's one-sided request broke our protection rules: tell it with a TERM record
@@ -1737,6 +1915,8 @@ impl ShmQp {
         }
         g.rx_msg = None;
         g.rx_reg = None;
+        g.map_out = MapOut::Idle;
+        g.map_hold = None;
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered (as tcp).
         g.windows.unbind_all(&self.shared.mrs);
@@ -2071,6 +2251,54 @@ mod hostile {
                 s => panic!("unexpected status {s}"),
             }
             drop(attacker);
+        }
+    }
+
+    /// The mapped-Write records (`mapped`) out of turn end the connection: a GRANT nobody
+    /// asked for, a DONE for a grant nobody gave. A MAPW
+    /// for memory that cannot be shared (heap memory registered raw) is refused with a GRANT
+    /// carrying `flag::NO`, and the connection goes on: the message after it is delivered.
+    #[test]
+    #[allow(unsafe_code)]
+    fn mapped_write_records_out_of_turn() {
+        for case in 0..3 {
+            let (mut victim, attacker) = connect();
+            let base = victim.buf.as_mut_ptr();
+            let exposed = victim.adapter.create_memory_region().unwrap();
+            // SAFETY: the range lies in the victim's buffer, which outlives the registration.
+            unsafe {
+                exposed.register(
+                    base.wrapping_add(1024),
+                    1024,
+                    MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE,
+                    None,
+                )
+            }
+            .unwrap()
+            .wait()
+            .unwrap();
+            let d = Desc {
+                token: exposed.get_local_token(),
+                addr: base as u64 + 1024,
+            }
+            .encode();
+            let mut f = Forger::new(&attacker);
+            match case {
+                0 => f.record(u32::from(kind::GRANT), 16, 512, &[0; 16]),
+                1 => f.record(u32::from(kind::DONE), 0, 0, &[]),
+                _ => f.record(u32::from(kind::MAPW), 16, 512, &d),
+            }
+            f.record(u32::from(kind::MSG), 8, 0, &[]);
+            f.wake();
+            let r = next(&victim.cq);
+            let want = if case == 2 {
+                Status::SUCCESS
+            } else {
+                Status::CANCELED
+            };
+            assert_eq!(r.status, want, "case {case}: {r:?}");
+            drop(attacker);
+            drop(exposed);
         }
     }
 

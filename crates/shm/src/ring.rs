@@ -87,6 +87,18 @@ pub(crate) mod kind {
     /// receiver-not-ready bound without a Receive (R-QP-7): the Send fails `ND_IO_TIMEOUT` and
     /// the connection ends.
     pub(crate) const RNR: u8 = 11;
+    /// A mapped RDMA Write, asked for: the inline bytes are its descriptor (`len` 16), `total`
+    /// its length. The target answers GRANT; the initiator sends nothing else until it has
+    /// answered that with DONE.
+    pub(crate) const MAPW: u8 = 12;
+    /// The answer to the initiator's MAPW: inline bytes 0..8 the id of the target's shared
+    /// memory (its descriptor came over the socket first), 8..16 the offset of the Write in it
+    /// (`len` 16, `total` the Write's length); with [`super::flag::NO`] (`len` 0) refused:
+    /// the Write goes the ordinary way.
+    pub(crate) const GRANT: u8 = 13;
+    /// The initiator copied the granted Write (or, with [`super::flag::NO`], could not map the
+    /// memory and sends the Write the ordinary way next): the target lets go of the region.
+    pub(crate) const DONE: u8 = 14;
 }
 
 /// The 16-byte descriptor of a one-sided request: the target's token (host order) and the
@@ -130,6 +142,8 @@ pub(crate) mod flag {
     pub(crate) const FIRST: u8 = 2;
     /// Last chunk of a message.
     pub(crate) const LAST: u8 = 4;
+    /// A GRANT that refuses, a DONE that did not copy.
+    pub(crate) const NO: u8 = 8;
 }
 
 /// The header of one record.
@@ -408,6 +422,9 @@ impl Consumer {
             }
             kind::READ => r.len as usize == Desc::LEN,
             kind::RRESP => r.len as usize <= INLINE_MAX && r.len <= r.total,
+            kind::MAPW => r.len as usize == Desc::LEN,
+            kind::GRANT => r.len == if r.flags & flag::NO != 0 { 0 } else { 16 },
+            kind::DONE => r.len == 0,
             _ => false,
         };
         if ok {

@@ -89,6 +89,12 @@ pub(crate) struct SideLine {
     /// The side can read its peer's memory (`process_vm_readv` worked on a probe): the peer
     /// may send large messages as RTS records for it to pull.
     pub(crate) can_pull: AtomicU32,
+    /// Where this side's process keeps its nonce (`link::nonce`): the peer proves it may
+    /// write our memory by reading it from there.
+    pub(crate) nonce_addr: AtomicU64,
+    /// The peer's nonce as this side read it from the peer's memory (`process_vm_readv`):
+    /// zero until this side wants to write the peer's shared memory itself (mapped Writes).
+    pub(crate) proof: [AtomicU64; 2],
 }
 
 /// A mapped segment. Unmapped on drop.

@@ -281,3 +281,106 @@ fn multi_sge_writes_and_reads() {
         assert_eq!(got, data, "{len}: scattered Read");
     }
 }
+
+/// How many times this process maps the memory behind `addr` (by the file's inode in
+/// `/proc/self/maps`; 0 for memory that is not a mapped file, such as the heap's).
+fn mappings_of(addr: *const u8) -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+    let a = addr as u64;
+    let inode = |l: &str| l.split_whitespace().nth(4).unwrap_or("0").to_owned();
+    let Some(mine) = maps.lines().find(|l| {
+        let (lo, hi) = l
+            .split_once(' ')
+            .expect("range")
+            .0
+            .split_once('-')
+            .expect("range");
+        let (lo, hi) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16));
+        lo.is_ok_and(|lo| lo <= a) && hi.is_ok_and(|hi| a < hi)
+    }) else {
+        return 0;
+    };
+    let ino = inode(mine);
+    if ino == "0" {
+        return 0;
+    }
+    maps.lines().filter(|l| inode(l) == ino).count()
+}
+
+/// A large Write into shared memory (a `Buffer`) is copied once, by the initiator, through a
+/// mapping of the target's memory: the initiator maps the target's memfd (one more mapping of
+/// a buffer memfd in this process, and only one however many Writes follow), and every byte
+/// lands. A Write out of bounds is refused as any other. Into heap memory, which cannot be
+/// shared, the same Write is placed the ordinary way.
+#[test]
+fn large_writes_into_shared_memory_go_through_one_mapping() {
+    let (c, s) = pair(4 << 20);
+    let token = s.mr.get_remote_token();
+    assert_eq!(
+        mappings_of(s.buf.as_ptr()),
+        1,
+        "the target's buffer, mapped by itself"
+    );
+    for (k, len) in [(1u64, 64usize << 10), (2, 1 << 20), (3, (3 << 20) + 5)] {
+        let data = message(k, len);
+        c.fill(0, &data);
+        let at = 7 * k as usize; // unaligned
+        let sge = c.buf.sge(0..len, c.token());
+        let addr = s.buf.as_ptr() as u64 + at as u64;
+        // SAFETY: the source is left alone until the Write completes.
+        unsafe { c.qp.write(k, &[sge], addr, token, OpFlags::empty()) }.expect("post Write");
+        let r = drive(&c, &s);
+        assert_eq!(
+            (r.status, r.request_context),
+            (Status::SUCCESS, k),
+            "Write {len}"
+        );
+        assert_eq!(s.read(at, len), data, "Write of {len} placed");
+        assert_eq!(
+            mappings_of(s.buf.as_ptr()),
+            2,
+            "mapped once more, by the initiator"
+        );
+    }
+    // A Write past the end of the region is refused before anything is mapped or copied.
+    let sge = c.buf.sge(0..(64 << 10), c.token());
+    let addr = s.buf.as_ptr() as u64 + (4 << 20) - 100;
+    // SAFETY: as above.
+    unsafe { c.qp.write(9, &[sge], addr, token, OpFlags::empty()) }.expect("post Write");
+    let r = drive(&c, &s);
+    assert_eq!(r.status, Status::ACCESS_VIOLATION, "Write past the region");
+
+    // Heap memory registered raw: the target cannot grant a mapping; the Write still lands.
+    let (c, s) = pair(1 << 20);
+    let mut heap = vec![0u8; 1 << 20];
+    let mr = s.adapter.create_memory_region().expect("mr");
+    // SAFETY: `heap` outlives the region (dropped after it, at the end of the test) and is read
+    // only after the Write completed.
+    unsafe {
+        mr.register(
+            heap.as_mut_ptr(),
+            heap.len(),
+            netdirect::MrFlags::ALLOW_REMOTE_WRITE,
+        )
+    }
+    .expect("register")
+    .wait()
+    .expect("register");
+    let data = message(5, 256 << 10);
+    c.fill(0, &data);
+    let sge = c.buf.sge(0..data.len(), c.token());
+    let addr = heap.as_ptr() as u64 + 3;
+    // SAFETY: as above.
+    unsafe {
+        c.qp.write(5, &[sge], addr, mr.get_remote_token(), OpFlags::empty())
+    }
+    .expect("post Write");
+    let r = drive(&c, &s);
+    assert_eq!(r.status, Status::SUCCESS, "Write into heap memory");
+    assert_eq!(
+        &heap[3..3 + data.len()],
+        &data[..],
+        "placed the ordinary way"
+    );
+    drop(mr);
+}

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use crate::kit::overlapped::{Driver, OvCompleter, Overlapped};
+use crate::kit::shared_mem::SharedMemory;
 use crate::{MrFlags, Status};
 
 mod region;
@@ -134,6 +135,16 @@ impl Registration {
             len,
             access,
         )
+    }
+
+    /// The shared memory this registration lies in, when it was registered over memory
+    /// backed by one (a larger `netdirect::Buffer`); a window answers for its region.
+    #[must_use]
+    pub fn shared_memory(&self) -> Option<&SharedMemory> {
+        if let Some(p) = &self.parent {
+            return p.shared_memory();
+        }
+        self._keepalive.as_deref()?.downcast_ref::<SharedMemory>()
     }
 
     /// Mark invalid: every later lookup or check fails.

@@ -1,0 +1,155 @@
+//! Mapped RDMA Writes: one copy, by the initiator, straight into a mapping of the target's
+//! registered memory, for memory that is shared-mappable to begin with (`kit::shared_mem`,
+//! which `netdirect::Buffer` uses from 64 KiB on).
+//!
+//! The exchange (records in `ring::kind`): the initiator asks with MAPW (token, address,
+//! length); the target checks them as for any Write (token, rights, bounds), holds the
+//! registration (a Deregister waits) and answers GRANT with the memory's id and the Write's
+//! offset in it, having sent the memfd over the connection's socket first (MAP message, once
+//! per memory and connection); the initiator copies into its mapping, answers DONE, which
+//! releases the hold, and only then pushes anything else. A target that cannot grant answers
+//! GRANT with `flag::NO`, an initiator that cannot map answers DONE with `flag::NO`: the
+//! Write then goes the ordinary way, so ND semantics never depend on the mapping.
+//!
+//! A mapping lets the peer write that memory whenever it likes, not only when granted, and
+//! after a Deregister. So the target grants only to a peer that has shown it may write our
+//! memory anyway: the peer reads 16 random bytes (`nonce`) from our address space with
+//! `process_vm_readv` and puts them in its side line, and the kernel allows that read only
+//! with the ptrace access that `process_vm_writev` into us needs as well (both check
+//! `PTRACE_MODE_ATTACH_REALCREDS`). The mapping gives such a peer nothing it did not have.
+//! Only the bytes are compared; a peer that cannot read us cannot produce them.
+
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use netdirect_spi::kit::shared_mem::SharedMemory;
+
+use crate::link::Link;
+use crate::proto::{self, Msg};
+
+/// Peer memories mapped, and memories sent, per connection at most.
+const MAX_MAPS: usize = 16;
+/// The largest peer memory mapped (address space, not memory: 64 GiB).
+const MAX_MAP_LEN: u64 = 64 << 30;
+
+/// This process's nonce: 16 random bytes, never zero, at an address that does not change.
+pub(crate) fn nonce() -> &'static [u64; 2] {
+    static NONCE: OnceLock<[u64; 2]> = OnceLock::new();
+    NONCE.get_or_init(|| loop {
+        let mut b = [0u8; 16];
+        netdirect_spi::kit::mr::fill_random(&mut b);
+        let w = [
+            u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+            u64::from_le_bytes(b[8..].try_into().expect("8 bytes")),
+        ];
+        if w != [0, 0] {
+            break w;
+        }
+    })
+}
+
+/// One connection's mapped-Write state.
+#[derive(Debug, Default)]
+pub(crate) struct Maps {
+    /// The peer's memories we mapped, by id.
+    peer: Mutex<Vec<(u64, Arc<SharedMemory>)>>,
+    /// Ids of our memories whose memfd we sent.
+    sent: Mutex<Vec<u64>>,
+    /// Whether we could read the peer's nonce (asked once).
+    proved: OnceLock<bool>,
+}
+
+impl Link {
+    /// Initiator: show the peer we may write its memory (once per connection): read its
+    /// nonce from its address space into our side line. Whether that worked.
+    pub(crate) fn prove(&self) -> bool {
+        *self.maps.proved.get_or_init(|| {
+            let addr = self
+                .peer()
+                .nonce_addr
+                .load(std::sync::atomic::Ordering::Acquire);
+            let mut b = [0u8; 16];
+            if self.peer_pid <= 0
+                || addr == 0
+                || !crate::mem::read_remote(self.peer_pid, addr, &mut b)
+            {
+                return false;
+            }
+            let me = self.me();
+            for (k, w) in me.proof.iter().enumerate() {
+                let v = u64::from_le_bytes(b[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+                w.store(v, std::sync::atomic::Ordering::Release);
+            }
+            true
+        })
+    }
+
+    /// Target: the peer showed it may write our memory (its side line holds our nonce).
+    pub(crate) fn peer_proved(&self) -> bool {
+        let p = &self.peer().proof;
+        let n = nonce();
+        p[0].load(std::sync::atomic::Ordering::Acquire) == n[0]
+            && p[1].load(std::sync::atomic::Ordering::Acquire) == n[1]
+    }
+
+    /// Target: make sure the peer has the descriptor of `m` (sent once, before the first
+    /// GRANT naming it). `false` if it cannot be sent (socket full, too many memories).
+    pub(crate) fn offer_memory(&self, m: &SharedMemory) -> bool {
+        let mut sent = self.maps.sent.lock().unwrap_or_else(|e| e.into_inner());
+        if sent.contains(&m.id()) {
+            return true;
+        }
+        if sent.len() >= MAX_MAPS {
+            return false;
+        }
+        if proto::send(&self.sock, &Msg::Map { id: m.id() }, Some(m.fd())).is_err() {
+            return false;
+        }
+        sent.push(m.id());
+        true
+    }
+
+    /// Initiator: the peer's memory `id`, mapped (reading the MAP messages waiting on the
+    /// socket if it is not yet). `None` if the peer never sent it, or it is not a sealed memfd.
+    pub(crate) fn peer_memory(&self, id: u64) -> Option<Arc<SharedMemory>> {
+        if let Some(m) = self.find_peer_memory(id) {
+            return Some(m);
+        }
+        // The MAP message was sent before the GRANT was published: it is in the socket,
+        // possibly behind WAKE messages.
+        for _ in 0..64 {
+            match proto::recv(&self.sock) {
+                proto::Recv::Msg(msg, fd) => self.on_message(msg, fd),
+                proto::Recv::Empty => break,
+                proto::Recv::Eof => {
+                    self.note_eof();
+                    break;
+                }
+            }
+            if let Some(m) = self.find_peer_memory(id) {
+                return Some(m);
+            }
+        }
+        None
+    }
+
+    fn find_peer_memory(&self, id: u64) -> Option<Arc<SharedMemory>> {
+        let peer = self.maps.peer.lock().unwrap_or_else(|e| e.into_inner());
+        peer.iter().find(|(i, _)| *i == id).map(|(_, m)| m.clone())
+    }
+
+    /// A control message from the peer: keep a MAP's memory (mapped); ignore the rest
+    /// (WAKE only wakes).
+    pub(crate) fn on_message(&self, msg: Option<Msg>, fd: Option<OwnedFd>) {
+        let (Some(Msg::Map { id }), Some(fd)) = (msg, fd) else {
+            return;
+        };
+        let mut peer = self.maps.peer.lock().unwrap_or_else(|e| e.into_inner());
+        if peer.len() >= MAX_MAPS || peer.iter().any(|(i, _)| *i == id) {
+            return;
+        }
+        if let Some(m) = SharedMemory::open(fd, MAX_MAP_LEN) {
+            peer.push((id, Arc::new(m)));
+        }
+    }
+}
