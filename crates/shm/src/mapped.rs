@@ -9,7 +9,8 @@
 //! per memory and connection); the initiator copies into its mapping, answers DONE, which
 //! releases the hold, and only then pushes anything else. A target that cannot grant answers
 //! GRANT with `flag::NO`, an initiator that cannot map answers DONE with `flag::NO`: the
-//! Write then goes the ordinary way, so ND semantics never depend on the mapping.
+//! Write then goes the ordinary way, so ND semantics never depend on the mapping (and the
+//! initiator does not ask again for the last few refused tokens).
 //!
 //! A mapping lets the peer write that memory whenever it likes, not only when granted, and
 //! after a Deregister. So the target grants only to a peer that has shown it may write our

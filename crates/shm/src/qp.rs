@@ -216,6 +216,10 @@ struct Inner {
     rx_reg: Option<Arc<Registration>>,
     /// Our mapped Write being asked for (initiator side).
     map_out: MapOut,
+    /// Target tokens whose last MAPW was refused (heap memory, say): their Writes go the
+    /// ordinary way at once, without asking again (a refusal costs a round trip in which no
+    /// other request of ours moves).
+    map_denied: [u32; 4],
     /// The registration the peer's granted mapped Write goes into, held until its DONE
     /// (target side).
     map_hold: Option<Arc<Registration>>,
@@ -262,6 +266,7 @@ impl Inner {
             rx_msg: None,
             rx_reg: None,
             map_out: MapOut::Idle,
+            map_denied: [0; 4],
             map_hold: None,
             ird: 0,
             ord: 0,
@@ -899,6 +904,7 @@ impl ShmQp {
                 reads_out,
                 ord,
                 map_out,
+                map_denied,
                 ..
             } = &mut *g;
             // Requests go into the ring in post order while earlier ones wait for answers
@@ -958,6 +964,7 @@ impl ShmQp {
                         && map_min > 0
                         && total >= map_min
                         && wr.inline.is_none()
+                        && !map_denied.contains(&d.token)
                         && link.prove() =>
                 {
                     match prod.has_room(&tx, 0) {
@@ -1283,6 +1290,12 @@ impl ShmQp {
                     consumed = true;
                     if r.flags & flag::NO != 0 {
                         g.map_out = MapOut::Denied;
+                        if let Some((wr, _)) = g.sq.get(g.in_ring) {
+                            if let Op::Write(d) = wr.op {
+                                g.map_denied.rotate_right(1);
+                                g.map_denied[0] = d.token;
+                            }
+                        }
                     } else if !self.mapped_copy(g, link, &cell, r.total) {
                         return self.violation(g);
                     }

@@ -366,21 +366,21 @@ fn large_writes_into_shared_memory_go_through_one_mapping() {
     .expect("register")
     .wait()
     .expect("register");
-    let data = message(5, 256 << 10);
-    c.fill(0, &data);
-    let sge = c.buf.sge(0..data.len(), c.token());
-    let addr = heap.as_ptr() as u64 + 3;
-    // SAFETY: as above.
-    unsafe {
-        c.qp.write(5, &[sge], addr, mr.get_remote_token(), OpFlags::empty())
+    // The second Write to the same region does not ask again (the refusal is remembered).
+    for k in [5u64, 6] {
+        let data = message(k, 256 << 10);
+        c.fill(0, &data);
+        let sge = c.buf.sge(0..data.len(), c.token());
+        let at = k as usize;
+        let addr = heap.as_ptr() as u64 + k;
+        // SAFETY: as above.
+        unsafe {
+            c.qp.write(k, &[sge], addr, mr.get_remote_token(), OpFlags::empty())
+        }
+        .expect("post Write");
+        let r = drive(&c, &s);
+        assert_eq!(r.status, Status::SUCCESS, "Write {k} into heap memory");
+        assert_eq!(&heap[at..at + data.len()], &data[..], "Write {k} placed");
     }
-    .expect("post Write");
-    let r = drive(&c, &s);
-    assert_eq!(r.status, Status::SUCCESS, "Write into heap memory");
-    assert_eq!(
-        &heap[3..3 + data.len()],
-        &data[..],
-        "placed the ordinary way"
-    );
     drop(mr);
 }
