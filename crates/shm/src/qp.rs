@@ -236,7 +236,7 @@ struct Inner {
     windows: mw::BoundWindows,
     /// Last registration a peer's one-sided request resolved to (weak: a Deregister must not
     /// wait for it).
-    rcache: Weak<Registration>,
+    rcache: LocalCache,
     accept: Option<OvCompleter>,
     disconnect_waiters: PendingRequests<()>,
     /// Last registration a local SGE resolved to: most posts reuse the same buffer.
@@ -272,7 +272,7 @@ impl Inner {
             ord: 0,
             wake_owed: false,
             windows: mw::BoundWindows::default(),
-            rcache: Weak::new(),
+            rcache: LocalCache::default(),
             accept: None,
             disconnect_waiters: PendingRequests::new(),
             cache: LocalCache::default(),
@@ -1560,18 +1560,10 @@ impl ShmQp {
         if len == 0 {
             return Ok(None);
         }
-        let reg = match g.rcache.upgrade() {
-            Some(r) if r.token == d.token && r.is_valid() => r,
-            _ => {
-                let r = self
-                    .shared
-                    .mrs
-                    .lookup(d.token)
-                    .ok_or(AccessError::InvalidToken)?;
-                g.rcache = Arc::downgrade(&r);
-                r
-            }
-        };
+        let reg = g
+            .rcache
+            .resolve(&self.shared.mrs, d.token)
+            .ok_or(AccessError::InvalidToken)?;
         // A window serves only the queue pair it was bound through (IND2MemoryWindow).
         if reg.kind == Kind::Window && reg.bound_qp.load(Ordering::Acquire) != self.id {
             return Err(AccessError::InvalidToken);
