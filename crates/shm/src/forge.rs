@@ -196,7 +196,7 @@ const HEADER: usize = 11;
 ///
 /// Input: byte 0 steers (bit 0: lengths taken modulo 64, so most records are plausible;
 /// bit 1: descriptors name the exposed region's token and addresses near it — a fuzzer cannot
-/// guess a 32-bit random token); then records of [`HEADER`] bytes plus up to 48 inline bytes
+/// guess a 32-bit random token); then records of `HEADER` (11) bytes plus up to 48 inline bytes
 /// (as many as a byte of the header says), at most 8 of them; what follows fills the data
 /// area. A final 8-byte message follows the forged records, so a completion always comes.
 pub fn run(input: &[u8]) {

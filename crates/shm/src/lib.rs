@@ -133,7 +133,7 @@
 //! | `rping --op write --size 65536` | 15.6–24.7 GB/s | |
 //! | `rping --op write --size 1048576` | 6.9–18.3 GB/s, up to 27–28 in quiet moments | `memcpy_bw` 1 MiB 29–36 GB/s; `pvm_bw` 1 MiB 10.5–11.4 GB/s |
 //! | same, `ND_SHM_WRITE_PULL_MIN_KIB=16` (target pulls with `process_vm_readv`) | 10.4–10.7 GB/s | |
-//! | same, mapped (the default for `Buffer` memory since; another day) | 28.6–29.4 GB/s | through the data area (`ND_SHM_MAP_MIN_KIB=0`) 17–21 GB/s in the same minutes |
+//! | same, mapped into the target's `Buffer` (the default now; measured on a later day) | 28.6–29.4 GB/s | through the data area (`ND_SHM_MAP_MIN_KIB=0`) 17–21 GB/s in the same minutes |
 //! | `rping --op read --size 1048576` | 7.9–27.9 GB/s | |
 //!
 //! The host is shared and its state moves (the same flag spin measured 0.05 µs and, minutes
