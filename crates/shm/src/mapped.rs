@@ -21,6 +21,7 @@
 //! Only the bytes are compared; a peer that cannot read us cannot produce them.
 
 use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use netdirect_spi::kit::shared_mem::SharedMemory;
@@ -65,10 +66,7 @@ impl Link {
     /// nonce from its address space into our side line. Whether that worked.
     pub(crate) fn prove(&self) -> bool {
         *self.maps.proved.get_or_init(|| {
-            let addr = self
-                .peer()
-                .nonce_addr
-                .load(std::sync::atomic::Ordering::Acquire);
+            let addr = self.peer().nonce_addr.load(Ordering::Acquire);
             let mut b = [0u8; 16];
             if self.peer_pid <= 0
                 || addr == 0
@@ -79,7 +77,7 @@ impl Link {
             let me = self.me();
             for (k, w) in me.proof.iter().enumerate() {
                 let v = u64::from_le_bytes(b[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
-                w.store(v, std::sync::atomic::Ordering::Release);
+                w.store(v, Ordering::Release);
             }
             true
         })
@@ -89,8 +87,7 @@ impl Link {
     pub(crate) fn peer_proved(&self) -> bool {
         let p = &self.peer().proof;
         let n = nonce();
-        p[0].load(std::sync::atomic::Ordering::Acquire) == n[0]
-            && p[1].load(std::sync::atomic::Ordering::Acquire) == n[1]
+        p[0].load(Ordering::Acquire) == n[0] && p[1].load(Ordering::Acquire) == n[1]
     }
 
     /// Target: make sure the peer has the descriptor of `m` (sent once, before the first

@@ -486,13 +486,8 @@ impl ShmQp {
         }
         // Checked straight into the queue's slots (no copy through scratch).
         let Inner { rq, cache, .. } = &mut *g;
-        let mrs = &self.shared.mrs;
-        let queued = rq.push_checked(
-            sge,
-            Access::LocalWrite,
-            |t| cache.resolve(mrs, t),
-            |_| RecvWr { context, total },
-        );
+        let wr = RecvWr { context, total };
+        let queued = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
         if queued.is_err() {
             // An error completion moves the queue pair to the error state (R-QP-6).
             self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
@@ -578,18 +573,13 @@ impl ShmQp {
                 }
             }
             let Inner { sq, cache, .. } = &mut *g;
-            let mrs = &self.shared.mrs;
-            let queued = sq.push_checked(
-                sge,
-                Access::LocalRead,
-                |t| cache.resolve(mrs, t),
-                |_| SendWr::new(context, flags, total, Op::Send),
-            );
-            if queued.is_err() {
+            let wr = SendWr::new(context, flags, total, Op::Send);
+            if let Err((mut wr, _)) =
+                sq.push_checked(wr, sge, Access::LocalRead, cache, &self.shared.mrs)
+            {
                 // Completes ND_ACCESS_VIOLATION in its turn, then the connection ends.
-                let mut wr = SendWr::new(context, flags, total, Op::Send);
                 wr.error = Some(Status::ACCESS_VIOLATION);
-                g.sq.push_bare(wr);
+                sq.push_bare(wr);
             }
         }
         self.progress_tx(&mut g);
@@ -721,19 +711,10 @@ impl ShmQp {
                 Access::LocalRead
             };
             let Inner { sq, cache, .. } = &mut *g;
-            let mrs = &self.shared.mrs;
-            let mut slot = Some(wr);
-            let queued = sq.push_checked(
-                sge,
-                access,
-                |t| cache.resolve(mrs, t),
-                |_| slot.take().expect("built once"),
-            );
-            if queued.is_err() {
+            if let Err((mut wr, _)) = sq.push_checked(wr, sge, access, cache, &self.shared.mrs) {
                 // Completes ND_ACCESS_VIOLATION in its turn, then the connection ends.
-                let mut wr = slot.take().expect("not queued");
                 wr.error = Some(Status::ACCESS_VIOLATION);
-                g.sq.push_bare(wr);
+                sq.push_bare(wr);
             }
             self.progress_tx(&mut g);
             return Ok(());
@@ -1572,7 +1553,23 @@ impl ShmQp {
         Ok(Some(reg))
     }
 
-    /// A WRITE, WPULL or READ record from the peer (we are the target).
+    /// The descriptor of the peer's MAPW or READ record at the head of the ring (its 16 inline
+    /// bytes), checked for `len` bytes of `access` ([`ShmQp::check_remote`]).
+    fn request(
+        &self,
+        g: &mut Inner,
+        rx: &crate::segment::Chan<'_>,
+        len: u64,
+        access: Access,
+    ) -> std::result::Result<(Desc, Option<Arc<Registration>>), AccessError> {
+        let mut cell = [0u8; Desc::LEN];
+        g.cons
+            .read_inline(rx, Desc::LEN, &mut OwnedMut(&mut cell), 0);
+        let d = Desc::decode(&cell);
+        Ok((d, self.check_remote(g, d, len, access)?))
+    }
+
+    /// A WRITE, WPULL, MAPW or READ record from the peer (we are the target).
     fn serve(&self, g: &mut Inner, link: &Link, r: crate::ring::Record) -> Served {
         let rx = link.rx();
         let total = u64::from(r.total);
@@ -1582,11 +1579,7 @@ impl ShmQp {
                 if g.map_hold.is_some() {
                     return Served::Broken;
                 }
-                let mut cell = [0u8; Desc::LEN];
-                g.cons
-                    .read_inline(&rx, Desc::LEN, &mut OwnedMut(&mut cell), 0);
-                let d = Desc::decode(&cell);
-                let Ok(reg) = self.check_remote(g, d, total, Access::RemoteWrite) else {
+                let Ok((d, reg)) = self.request(g, &rx, total, Access::RemoteWrite) else {
                     return Served::Refused;
                 };
                 g.cons.advance();
@@ -1688,11 +1681,7 @@ impl ShmQp {
                 if g.answers_reads >= g.ird {
                     return Served::Broken;
                 }
-                let mut cell = [0u8; Desc::LEN];
-                g.cons
-                    .read_inline(&rx, Desc::LEN, &mut OwnedMut(&mut cell), 0);
-                let d = Desc::decode(&cell);
-                let Ok(reg) = self.check_remote(g, d, total, Access::RemoteRead) else {
+                let Ok((d, reg)) = self.request(g, &rx, total, Access::RemoteRead) else {
                     return Served::Refused;
                 };
                 g.cons.advance();

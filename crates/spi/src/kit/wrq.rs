@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::kit::mr::{Access, AccessError, Registration};
+use crate::kit::mr::{Access, AccessError, LocalCache, Registration, Table};
 use crate::Sge;
 
 /// Total bytes of an ND scatter/gather list (the sum of its lengths; no overflow: each is a
@@ -128,19 +128,20 @@ impl<T> WrQueue<T> {
         slot * self.per
     }
 
-    /// Check `sge` for `access` into the next request's segments and queue the request `wr`
-    /// builds from them. A token that is the pinned registration's is checked against it;
-    /// others are looked up by `resolve` (`None`: no live registration). On failure nothing
-    /// is queued or held, and the error says why.
+    /// Check `sge` for `access` into the next request's segments and queue `wr` with them. A
+    /// token that is the pinned registration's is checked against it; others are resolved in
+    /// `table` through `cache`. On failure nothing is queued or held, and the request comes
+    /// back with the reason.
     ///
     /// The queue must not be full and `sge` must fit ([`WrQueue::max_segs`]).
     pub fn push_checked(
         &mut self,
+        wr: T,
         sge: &[Sge],
         access: Access,
-        mut resolve: impl FnMut(u32) -> Option<Arc<Registration>>,
-        wr: impl FnOnce(&[Seg]) -> T,
-    ) -> Result<(), AccessError> {
+        cache: &mut LocalCache,
+        table: &Table,
+    ) -> Result<(), (T, AccessError)> {
         debug_assert!(!self.is_full() && sge.len() <= self.per);
         let base = self.base(self.wrs.len());
         for (i, s) in sge.iter().enumerate() {
@@ -150,7 +151,7 @@ impl<T> WrQueue<T> {
                 Some(p) if p.token == s.memory_region_token && p.is_valid() => {
                     p.check(addr, len, access).map(|()| None)
                 }
-                _ => match resolve(s.memory_region_token) {
+                _ => match cache.resolve(table, s.memory_region_token) {
                     Some(r) => r.check(addr, len, access).map(|()| Some(r)),
                     None => Err(AccessError::InvalidToken),
                 },
@@ -174,11 +175,10 @@ impl<T> WrQueue<T> {
                     for j in base..base + i {
                         self.release(j);
                     }
-                    return Err(e);
+                    return Err((wr, e));
                 }
             }
         }
-        let wr = wr(&self.segs[base..base + sge.len()]);
         self.wrs.push_back((wr, sge.len() as u16));
         Ok(())
     }
@@ -282,7 +282,7 @@ impl<T> WrQueue<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kit::mr::{Kind, NewRegistration, Table};
+    use crate::kit::mr::{Kind, NewRegistration};
     use crate::MrFlags;
 
     fn region(t: &Table, base: usize) -> Arc<Registration> {
@@ -314,29 +314,21 @@ mod tests {
         let t = Table::new();
         let (a, b) = (region(&t, 0x10_000), region(&t, 0x20_000));
         let mut q = WrQueue::<u32>::new(8, 2);
-        let lookup = |tok| t.lookup(tok);
-        q.push_checked(&[sge(&a, 0, 8)], Access::LocalWrite, lookup, |_| 1)
+        let mut c = LocalCache::default();
+        q.push_checked(1, &[sge(&a, 0, 8)], Access::LocalWrite, &mut c, &t)
             .expect("first");
-        q.push_checked(
-            &[sge(&a, 8, 8), sge(&a, 16, 8)],
-            Access::LocalWrite,
-            lookup,
-            |_| 2,
-        )
-        .expect("second");
+        let two = [sge(&a, 8, 8), sge(&a, 16, 8)];
+        q.push_checked(2, &two, Access::LocalWrite, &mut c, &t)
+            .expect("second");
         assert_eq!(held(&a), 1, "three segments, one reference (the pin)");
         // Another registration while the pin is in use: the segment holds its own reference.
-        q.push_checked(&[sge(&b, 0, 8)], Access::LocalWrite, lookup, |_| 3)
+        q.push_checked(3, &[sge(&b, 0, 8)], Access::LocalWrite, &mut c, &t)
             .expect("third");
         assert_eq!(held(&b), 1);
         // A failure in the middle of a list releases what the list took and queues nothing.
-        let bad = q.push_checked(
-            &[sge(&a, 0, 8), sge(&a, 0x1000, 1)],
-            Access::LocalWrite,
-            lookup,
-            |_| 4,
-        );
-        assert_eq!(bad, Err(AccessError::OutOfBounds));
+        let bad = [sge(&a, 0, 8), sge(&a, 0x1000, 1)];
+        let bad = q.push_checked(4, &bad, Access::LocalWrite, &mut c, &t);
+        assert_eq!(bad, Err((4, AccessError::OutOfBounds)));
         assert_eq!((q.len(), held(&a)), (3, 1));
         assert_eq!(q.pop(), Some(1));
         assert_eq!(held(&a), 1, "the second request still uses the pin");
@@ -345,7 +337,7 @@ mod tests {
         assert_eq!(q.pop(), Some(3));
         assert_eq!((held(&b), q.len()), (0, 0));
         // With nothing queued the next registration becomes the pin.
-        q.push_checked(&[sge(&b, 0, 8)], Access::LocalWrite, lookup, |_| 5)
+        q.push_checked(5, &[sge(&b, 0, 8)], Access::LocalWrite, &mut c, &t)
             .expect("fifth");
         assert_eq!(held(&b), 1);
         drop(q);
@@ -357,12 +349,12 @@ mod tests {
         let t = Table::new();
         let a = region(&t, 0x10_000);
         let mut q = WrQueue::<u32>::new(4, 1);
-        let lookup = |tok| t.lookup(tok);
-        q.push_checked(&[sge(&a, 0, 8)], Access::LocalWrite, lookup, |_| 1)
+        let mut c = LocalCache::default();
+        q.push_checked(1, &[sge(&a, 0, 8)], Access::LocalWrite, &mut c, &t)
             .expect("first");
         t.remove(a.token);
-        let late = q.push_checked(&[sge(&a, 0, 8)], Access::LocalWrite, lookup, |_| 2);
-        assert_eq!(late, Err(AccessError::InvalidToken));
+        let late = q.push_checked(2, &[sge(&a, 0, 8)], Access::LocalWrite, &mut c, &t);
+        assert_eq!(late, Err((2, AccessError::InvalidToken)));
         assert_eq!(q.len(), 1, "the request queued before the removal stays");
     }
 
@@ -371,9 +363,9 @@ mod tests {
         let t = Table::new();
         let a = region(&t, 0x10_000);
         let mut q = WrQueue::<usize>::new(3, 1);
-        let lookup = |tok| t.lookup(tok);
+        let mut c = LocalCache::default();
         for i in 0..10usize {
-            q.push_checked(&[sge(&a, i, 1)], Access::LocalWrite, lookup, |_| i)
+            q.push_checked(i, &[sge(&a, i, 1)], Access::LocalWrite, &mut c, &t)
                 .expect("post");
             let (&front, segs) = q.front().expect("queued");
             assert_eq!((front, segs[0].addr), (i, (a.base + i) as u64));

@@ -494,13 +494,8 @@ impl TcpQp {
             return Ok(());
         }
         let Inner { rq, cache, .. } = &mut *g;
-        let mrs = &self.shared.mrs;
-        let checked = rq.push_checked(
-            sge,
-            Access::LocalWrite,
-            |t| cache.resolve(mrs, t),
-            |_| RecvWr { context, total },
-        );
+        let wr = RecvWr { context, total };
+        let checked = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
         if checked.is_err() {
             // An error completion moves the queue pair to the error state (R-QP-6).
             self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
