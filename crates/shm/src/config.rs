@@ -35,11 +35,11 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ND_SHM_MAP_MIN_KIB",
         default: "64",
-        meaning: "RDMA Writes of at least this many KiB into shared-mappable memory (a \
-                  netdirect::Buffer of 64 KiB or more) are copied once, by the initiator, \
-                  straight into a mapping of the target's memory, when the initiator has shown \
-                  it may write the target's process anyway (same ptrace access); 0 turns the \
-                  mapping off",
+        meaning: "RDMA Writes and Reads of at least this many KiB on shared-mappable target \
+                  memory (a netdirect::Buffer of 64 KiB or more) are copied once, by the \
+                  initiator, through a mapping of the target's memory, when the initiator has \
+                  shown it may read and write the target's process anyway (same ptrace \
+                  access); 0 turns the mapping off",
     },
     Variable {
         name: "ND_SHM_PULL_MIN_KIB",

@@ -75,6 +75,11 @@ pub fn side() -> Side {
 /// A connected `(victim, attacker)` pair; the victim has a 64-byte Receive posted at the start
 /// of its buffer (context 1).
 pub fn connect() -> (Side, Side) {
+    connect_with(ReadLimits::default())
+}
+
+/// As [`connect`], with `limits` on both sides (a victim that serves the attacker's Reads).
+pub fn connect_with(limits: ReadLimits) -> (Side, Side) {
     let (mut victim, attacker) = (side(), side());
     let l = victim.adapter.create_listener().expect("listener");
     l.bind("127.0.0.1:0".parse().expect("address"))
@@ -90,16 +95,13 @@ pub fn connect() -> (Side, Side) {
     let request = l.get_connection_request(&victim.conn).expect("request");
     let connecting = attacker
         .conn
-        .connect(&attacker.qp, addr, ReadLimits::default(), &[])
+        .connect(&attacker.qp, addr, limits, &[])
         .expect("connect");
     request
         .wait_timeout(limit)
         .expect("in time")
         .expect("request");
-    let accepting = victim
-        .conn
-        .accept(&victim.qp, ReadLimits::default(), &[])
-        .expect("accept");
+    let accepting = victim.conn.accept(&victim.qp, limits, &[]).expect("accept");
     connecting
         .wait_timeout(limit)
         .expect("in time")
@@ -289,7 +291,7 @@ mod tests {
     #[test]
     fn run_survives_each_record_kind() {
         for steer in 0..4u8 {
-            for k in 0..=12u8 {
+            for k in 0..=kind::MAPR {
                 let mut input = vec![steer];
                 // The record: kind, flags (FIRST | LAST), len 40, total 24, 20 inline bytes,
                 // an address 8 bytes into the exposed range.

@@ -102,12 +102,13 @@
 //! area in chunks that the two sides copy in and out at the same time (or, with
 //! `ND_SHM_WRITE_PULL_MIN_KIB` set and when the kernel allows it, the target pulls them
 //! straight from the initiator with `process_vm_readv`: one copy but one core, slower here).
-//! A Write of 64 KiB or more (`ND_SHM_MAP_MIN_KIB`) into shared-mappable memory (a
-//! `netdirect::Buffer` of 64 KiB or more) is copied once, by the initiator, into a mapping of
-//! the target's memory that the target grants for it, and only to a peer that has shown it may
-//! write the target's memory anyway (`mapped`: MAPW, GRANT, DONE). Requests are pipelined; the
-//! target answers them in order. A Write completes on the target's ACK (or, mapped, once the
-//! initiator's copy is done): its data is in the target's memory.
+//! A Write or Read of 64 KiB or more (`ND_SHM_MAP_MIN_KIB`) on shared-mappable target memory
+//! (a `netdirect::Buffer` of 64 KiB or more) is copied once, by the initiator, through a
+//! mapping of the target's memory that the target grants for it, and only to a peer that has
+//! shown it may read and write the target's memory anyway (`mapped`: MAPW or MAPR, GRANT,
+//! DONE). Requests are pipelined; the target answers them in order. A Write completes on the
+//! target's ACK, a Read once its response is in (or, mapped, either once the initiator's copy
+//! is done): its data is in place.
 //! A refused access completes `ND_ACCESS_VIOLATION` and ends the connection, as in `tcp`.
 //! Memory windows (Bind/Invalidate) and shared receive queues (`srq`, with the
 //! receiver-not-ready bound `ND_SHM_RNR_TIMEOUT_MS`) behave as in `tcp`. See "One-sided

@@ -45,7 +45,7 @@ pub(crate) struct Link {
     pub(crate) idle: AtomicU32,
     /// The peer's process id (`SO_PEERCRED`), for pulling RTS messages; 0 if unknown.
     pub(crate) peer_pid: i32,
-    /// Mapped RDMA Writes (`mapped`).
+    /// Mapped RDMA Writes and Reads (`mapped`).
     pub(crate) maps: crate::mapped::Maps,
 }
 

@@ -1,20 +1,23 @@
-//! Mapped RDMA Writes: one copy, by the initiator, straight into a mapping of the target's
-//! registered memory, for memory that is shared-mappable to begin with (`kit::shared_mem`,
-//! which `netdirect::Buffer` uses from 64 KiB on).
+//! Mapped RDMA Writes and Reads: one copy, by the initiator, straight into (or out of) a
+//! mapping of the target's registered memory, for memory that is shared-mappable to begin with
+//! (`kit::shared_mem`, which `netdirect::Buffer` uses from 64 KiB on).
 //!
-//! The exchange (records in `ring::kind`): the initiator asks with MAPW (token, address,
-//! length); the target checks them as for any Write (token, rights, bounds), holds the
-//! registration (a Deregister waits) and answers GRANT with the memory's id and the Write's
-//! offset in it, having sent the memfd over the connection's socket first (MAP message, once
-//! per memory and connection); the initiator copies into its mapping, answers DONE, which
+//! The exchange (records in `ring::kind`): the initiator asks with MAPW for a Write, MAPR for
+//! a Read (token, address, length); the target checks them as for any Write or Read (token,
+//! rights, bounds; a MAPR also takes an IRD credit, as a Read does), holds the registration (a
+//! Deregister waits) and answers GRANT with the memory's id and the request's offset in it,
+//! having sent the memfd over the connection's socket first (MAP message, once per memory and
+//! connection); the initiator copies into (or out of) its mapping, answers DONE, which
 //! releases the hold, and only then pushes anything else. A target that cannot grant answers
 //! GRANT with `flag::NO`, an initiator that cannot map answers DONE with `flag::NO`: the
-//! Write then goes the ordinary way, so ND semantics never depend on the mapping (and the
-//! initiator does not ask again for the last few refused tokens).
+//! request then goes the ordinary way, so ND semantics never depend on the mapping (and the
+//! initiator does not ask again for the last few refused tokens). Ordering holds as for the
+//! ordinary records: the target serves MAPR after every request before it (a Write posted
+//! before a Read is placed before the Read copies), and the request completes in its turn.
 //!
-//! A mapping lets the peer write that memory whenever it likes, not only when granted, and
-//! after a Deregister. So the target grants only to a peer that has shown it may write our
-//! memory anyway: the peer reads 16 random bytes (`nonce`) from our address space with
+//! A mapping lets the peer read and write that memory whenever it likes, not only when
+//! granted, and after a Deregister. So the target grants only to a peer that has shown it may
+//! read and write our memory anyway: the peer reads 16 random bytes (`nonce`) from our address space with
 //! `process_vm_readv` and puts them in its side line, and the kernel allows that read only
 //! with the ptrace access that `process_vm_writev` into us needs as well (both check
 //! `PTRACE_MODE_ATTACH_REALCREDS`). The mapping gives such a peer nothing it did not have.

@@ -258,6 +258,32 @@ pub(crate) fn copy_into<G: Gather>(
     true
 }
 
+/// Copy `len` bytes at offset `off` of `src`, a peer's shared memory mapped here (a mapped
+/// RDMA Read), into `dst` (from message offset 0); `false`, copying nothing, if that range
+/// leaves the mapping.
+pub(crate) fn copy_out<S: Scatter>(
+    src: &netdirect_spi::kit::shared_mem::SharedMemory,
+    off: u64,
+    dst: &mut S,
+    len: usize,
+) -> bool {
+    let fits = off
+        .checked_add(len as u64)
+        .is_some_and(|end| end <= src.len() as u64);
+    if !fits {
+        return false;
+    }
+    let mut at = off as usize;
+    dst.pieces(0, len, |p, n| {
+        // SAFETY: as in `copy_into`, with the roles swapped: the source lies inside the
+        // mapping (`at + n <= off + len <= src.len()`), `p` is writable for `n` bytes
+        // (`Scatter`), and the two cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(at), p, n) };
+        at += n;
+    });
+    true
+}
+
 /// Read `buf.len()` bytes at `addr` in process `pid` (cross-memory attach); whether all came.
 pub(crate) fn read_remote(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
     let l = libc::iovec {

@@ -18,7 +18,7 @@
 //! | ACCEPT | passive | IRD, ORD, segment address, private data | |
 //! | REJECT | passive | private data | |
 //! | WAKE | either | (none): "something changed in the segment" | |
-//! | MAP | either | the id of a shared memory about to be granted (a mapped RDMA Write) | its memfd |
+//! | MAP | either | the id of a shared memory about to be granted (a mapped RDMA Write or Read) | its memfd |
 //!
 //! The connection's socket stays open as long as the connection: end-of-file on it means the
 //! peer disconnected or died (the kernel closes a killed process's descriptors), and it carries

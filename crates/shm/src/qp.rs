@@ -145,34 +145,36 @@ struct RxMsg {
     sink: Sink,
 }
 
-/// One answer owed to the peer, in the order owed (ACK, a Read response, a mapped Write's
-/// GRANT; DONE is the initiator's answer to a GRANT).
+/// One answer owed to the peer, in the order owed (ACK, a Read response, a mapped Write's or
+/// Read's GRANT; DONE is the initiator's answer to a GRANT).
 #[derive(Debug)]
 enum Answer {
     Ack,
     Read(Resp),
-    /// The mapped Write may go into our shared memory `id` at `off` (`mapped`).
+    /// The mapped Write or Read may go into (out of) our shared memory `id` at `off`
+    /// (`mapped`).
     Grant {
         id: u64,
         off: u64,
         len: u32,
     },
-    /// The mapped Write must go the ordinary way.
+    /// The mapped Write or Read must go the ordinary way.
     Deny,
-    /// We copied the granted Write (or, `copied: false`, could not).
+    /// We copied the granted Write or Read (or, `copied: false`, could not).
     Done {
         copied: bool,
     },
 }
 
-/// Where the initiator's mapped Write stands (`mapped`): it is the request being pushed.
+/// Where the initiator's mapped Write or Read stands (`mapped`): it is the request being
+/// pushed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MapOut {
-    /// No mapped Write asked for.
+    /// No mapped request asked for.
     Idle,
-    /// MAPW is in the ring; nothing else is pushed until the GRANT.
+    /// MAPW or MAPR is in the ring; nothing else is pushed until the GRANT.
     Asked,
-    /// Refused (or not mappable here): the Write goes the ordinary way.
+    /// Refused (or not mappable here): the request goes the ordinary way.
     Denied,
 }
 
@@ -214,14 +216,14 @@ struct Inner {
     rx_msg: Option<RxMsg>,
     /// The registration an incoming chunked Write is placed into.
     rx_reg: Option<Arc<Registration>>,
-    /// Our mapped Write being asked for (initiator side).
+    /// Our mapped Write or Read being asked for (initiator side).
     map_out: MapOut,
-    /// Target tokens whose last MAPW was refused (heap memory, say): their Writes go the
-    /// ordinary way at once, without asking again (a refusal costs a round trip in which no
+    /// Target tokens whose last MAPW or MAPR was refused (heap memory, say): their Writes and
+    /// Reads go the ordinary way at once, without asking again (a refusal costs a round trip in which no
     /// other request of ours moves).
     map_denied: [u32; 4],
-    /// The registration the peer's granted mapped Write goes into, held until its DONE
-    /// (target side).
+    /// The registration the peer's granted mapped Write or Read goes into (comes out of), held
+    /// until its DONE (target side).
     map_hold: Option<Arc<Registration>>,
     /// Read limits of the connection: Reads the peer may have in flight toward us (IRD) and
     /// Reads we may issue (ORD).
@@ -921,6 +923,31 @@ impl ShmQp {
             // Whether the request is now fully in the ring (or, for Bind and Invalidate, done).
             let done = match wr.op {
                 Op::Bind | Op::Invalidate => true,
+                // A mapped Write or Read asked for: nothing goes in until the GRANT (`mapped`).
+                Op::Write(_) | Op::Read(_) if *map_out == MapOut::Asked => false,
+                // Large enough, and not refused lately: ask for a mapping.
+                Op::Write(d) | Op::Read(d)
+                    if !*tx_hdr
+                        && *map_out == MapOut::Idle
+                        && map_min > 0
+                        && total >= map_min
+                        && wr.inline.is_none()
+                        && !map_denied.contains(&d.token)
+                        && link.prove() =>
+                {
+                    match prod.has_room(&tx, 0) {
+                        Ok(true) => {
+                            let k = if is_read { kind::MAPR } else { kind::MAPW };
+                            let head = d.encode();
+                            prod.push_header(&tx, k, 0, total as u32, &Owned(&head), 0, 16);
+                            *map_out = MapOut::Asked;
+                            pushed = true;
+                        }
+                        Ok(false) => blocked = true,
+                        Err(Violation) => violation = true,
+                    }
+                    false
+                }
                 Op::Read(d) => match prod.has_room(&tx, 0) {
                     Ok(true) => {
                         let head = d.encode();
@@ -937,37 +964,6 @@ impl ShmQp {
                         false
                     }
                 },
-                // A mapped Write asked for: nothing goes in until the GRANT (`mapped`).
-                Op::Write(_) if *map_out == MapOut::Asked => false,
-                Op::Write(d)
-                    if !*tx_hdr
-                        && *map_out == MapOut::Idle
-                        && map_min > 0
-                        && total >= map_min
-                        && wr.inline.is_none()
-                        && !map_denied.contains(&d.token)
-                        && link.prove() =>
-                {
-                    match prod.has_room(&tx, 0) {
-                        Ok(true) => {
-                            let head = d.encode();
-                            prod.push_header(
-                                &tx,
-                                kind::MAPW,
-                                0,
-                                total as u32,
-                                &Owned(&head),
-                                0,
-                                16,
-                            );
-                            *map_out = MapOut::Asked;
-                            pushed = true;
-                        }
-                        Ok(false) => blocked = true,
-                        Err(Violation) => violation = true,
-                    }
-                    false
-                }
                 Op::Write(d) if !*tx_hdr => {
                     let head = d.encode();
                     let pull = write_pull_min > 0
@@ -1272,7 +1268,7 @@ impl ShmQp {
                     if r.flags & flag::NO != 0 {
                         g.map_out = MapOut::Denied;
                         if let Some((wr, _)) = g.sq.get(g.in_ring) {
-                            if let Op::Write(d) = wr.op {
+                            if let Op::Write(d) | Op::Read(d) = wr.op {
                                 g.map_denied.rotate_right(1);
                                 g.map_denied[0] = d.token;
                             }
@@ -1330,7 +1326,8 @@ impl ShmQp {
                         g.in_ring -= 1;
                         self.complete_wr(&wr, Status::ACCESS_VIOLATION);
                     } else if g.map_out == MapOut::Asked && g.in_ring == 0 {
-                        // Our mapped Write's MAPW was refused: it is the oldest.
+                        // Our mapped Write's MAPW (or Read's MAPR) was refused: it is the
+                        // oldest.
                         let wr = g.sq.pop().expect("present");
                         self.complete_wr(&wr, Status::ACCESS_VIOLATION);
                     }
@@ -1355,7 +1352,7 @@ impl ShmQp {
                         Pulled::Closed => return,
                     }
                 }
-                kind::WRITE | kind::WPULL | kind::READ | kind::MAPW => {
+                kind::WRITE | kind::WPULL | kind::READ | kind::MAPW | kind::MAPR => {
                     if g.rx_msg.is_some() {
                         return self.violation(g);
                     }
@@ -1574,17 +1571,27 @@ impl ShmQp {
         let rx = link.rx();
         let total = u64::from(r.total);
         match r.kind {
-            kind::MAPW => {
-                // One granted Write at a time: the peer pushes nothing else until its DONE.
+            kind::MAPW | kind::MAPR => {
+                // One granted request at a time: the peer pushes nothing else until its DONE.
                 if g.map_hold.is_some() {
                     return Served::Broken;
                 }
-                let Ok((d, reg)) = self.request(g, &rx, total, Access::RemoteWrite) else {
+                let read = r.kind == kind::MAPR;
+                // A Read asked for by MAPR counts against the IRD as any other (RFC 5040 §5.4).
+                if read && g.answers_reads >= g.ird {
+                    return Served::Broken;
+                }
+                let access = if read {
+                    Access::RemoteRead
+                } else {
+                    Access::RemoteWrite
+                };
+                let Ok((d, reg)) = self.request(g, &rx, total, access) else {
                     return Served::Refused;
                 };
                 g.cons.advance();
-                // Granted only into shared memory, to a peer that showed it may write our
-                // memory anyway, once it has the memory's descriptor (`mapped`).
+                // Granted only for shared memory, to a peer that showed it may read and write
+                // our memory anyway, once it has the memory's descriptor (`mapped`).
                 let grant = reg.as_deref().and_then(|r| {
                     let m = r.shared_memory()?;
                     let off = m.offset_of(d.addr, total)?;
@@ -1698,25 +1705,30 @@ impl ShmQp {
         }
     }
 
-    /// The target granted our mapped Write `cell` (memory id, offset) for `total` bytes: copy
-    /// the Write into its memory, answer DONE, and count the Write as in the ring (complete in
-    /// its turn: the bytes are placed). When its memory cannot be mapped, answer DONE with
-    /// `flag::NO` and send the Write the ordinary way. `false`: the grant does not fit the
-    /// Write being pushed (a protocol violation).
+    /// The target granted our mapped Write or Read `cell` (memory id, offset) for `total`
+    /// bytes: copy the Write into its memory (the Read out of it), answer DONE, and count the
+    /// request as in the ring (complete in its turn: the bytes are placed). When its memory
+    /// cannot be mapped, answer DONE with `flag::NO` and send the request the ordinary way.
+    /// `false`: the grant does not fit the request being pushed (a protocol violation).
     fn mapped_copy(&self, g: &mut Inner, link: &Link, cell: &[u8; 16], total: u32) -> bool {
         let id = u64::from_le_bytes(cell[..8].try_into().expect("8 bytes"));
         let off = u64::from_le_bytes(cell[8..].try_into().expect("8 bytes"));
         let i = g.in_ring;
+        let n = total as usize;
         let copied = match g.sq.get(i) {
-            Some((wr, segs))
-                if matches!(wr.op, Op::Write(_))
-                    && wr.inline.is_none()
-                    && wr.total == u64::from(total) =>
-            {
-                // The source passed the local-read check at post and is held by the request;
-                // `copy_in` bounds the destination by the mapping.
-                link.peer_memory(id)
-                    .is_some_and(|m| mem::copy_into(&m, off, &Segs(segs), total as usize))
+            // The local segments passed the local-read (Write) or local-write (Read) check at
+            // post and are held by the request; `copy_into` and `copy_out` bound the peer's
+            // side by the mapping.
+            Some((wr, segs)) if wr.inline.is_none() && wr.total == u64::from(total) => {
+                match wr.op {
+                    Op::Write(_) => link
+                        .peer_memory(id)
+                        .is_some_and(|m| mem::copy_into(&m, off, &Segs(segs), n)),
+                    Op::Read(_) => link
+                        .peer_memory(id)
+                        .is_some_and(|m| mem::copy_out(&m, off, &mut Segs(segs), n)),
+                    _ => return false,
+                }
             }
             _ => return false,
         };
@@ -2204,7 +2216,7 @@ mod hostile {
     //! connection (or delivers bounded bytes), never reads outside the segment, never hangs.
 
     use super::*;
-    use crate::forge::{connect, next, Forger};
+    use crate::forge::{connect, connect_with, next, Forger};
     use netdirect_spi::MrFlags;
 
     /// A small deterministic generator (no dependency needed).
@@ -2248,15 +2260,20 @@ mod hostile {
         }
     }
 
-    /// The mapped-Write records (`mapped`) out of turn end the connection: a GRANT nobody
-    /// asked for, a DONE for a grant nobody gave. A MAPW
-    /// for memory that cannot be shared (heap memory registered raw) is refused with a GRANT
-    /// carrying `flag::NO`, and the connection goes on: the message after it is delivered.
+    /// The mapped-request records (`mapped`) out of turn end the connection: a GRANT nobody
+    /// asked for, a DONE for a grant nobody gave. A MAPW or MAPR for memory that cannot be
+    /// shared (heap memory registered raw) is refused with a GRANT carrying `flag::NO`, and
+    /// the connection goes on: the message after it is delivered.
     #[test]
     #[allow(unsafe_code)]
-    fn mapped_write_records_out_of_turn() {
-        for case in 0..3 {
-            let (mut victim, attacker) = connect();
+    fn mapped_records_out_of_turn() {
+        for case in 0..4 {
+            // A MAPR needs an inbound Read credit (IRD) like any Read.
+            let limits = netdirect_spi::ReadLimits {
+                inbound: 1,
+                outbound: 1,
+            };
+            let (mut victim, attacker) = connect_with(limits);
             let base = victim.buf.as_mut_ptr();
             let exposed = victim.adapter.create_memory_region().unwrap();
             // SAFETY: the range lies in the victim's buffer, which outlives the registration.
@@ -2264,7 +2281,9 @@ mod hostile {
                 exposed.register(
                     base.wrapping_add(1024),
                     1024,
-                    MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE,
+                    MrFlags::ALLOW_LOCAL_WRITE
+                        | MrFlags::ALLOW_REMOTE_WRITE
+                        | MrFlags::ALLOW_REMOTE_READ,
                     None,
                 )
             }
@@ -2280,12 +2299,13 @@ mod hostile {
             match case {
                 0 => f.record(u32::from(kind::GRANT), 16, 512, &[0; 16]),
                 1 => f.record(u32::from(kind::DONE), 0, 0, &[]),
-                _ => f.record(u32::from(kind::MAPW), 16, 512, &d),
+                2 => f.record(u32::from(kind::MAPW), 16, 512, &d),
+                _ => f.record(u32::from(kind::MAPR), 16, 512, &d),
             }
             f.record(u32::from(kind::MSG), 8, 0, &[]);
             f.wake();
             let r = next(&victim.cq);
-            let want = if case == 2 {
+            let want = if case >= 2 {
                 Status::SUCCESS
             } else {
                 Status::CANCELED
@@ -2328,7 +2348,7 @@ mod hostile {
             victim.buf[64..].fill(0xAA);
             let mut f = Forger::new(&attacker);
             // Position 0 held the attacker's RTR: forge position 1, then an 8-byte message.
-            let kind = [kind::WRITE, kind::WPULL, kind::READ][round % 3];
+            let kind = [kind::WRITE, kind::WPULL, kind::READ, kind::MAPW, kind::MAPR][round % 5];
             let tok = match rng(&mut seed) % 4 {
                 0 => rng(&mut seed),
                 1 => token ^ (1 + rng(&mut seed) % 255),
@@ -2359,7 +2379,7 @@ mod hostile {
                 // checks are what decides.
                 kind::WRITE if round % 2 == 0 => (16 + total.min(32), 0),
                 kind::WRITE => (16 + rng(&mut seed) % 33, 0),
-                kind::READ => (16, 0),
+                kind::READ | kind::MAPW | kind::MAPR => (16, 0),
                 _ => (16 * (2 + rng(&mut seed) % 4), 1),
             };
             if data != 0 {

@@ -9,12 +9,12 @@
 //!
 //! ```text
 //! 0   seq    u32  (position + 1) as u32, stored last with Release: the record is complete
-//! 4   word   u32  kind (MSG, CHUNK, RTR, RTS, ACK, WRITE, WPULL, READ, RRESP, TERM, RNR)
-//!                 | flags << 8 (SOLICITED, FIRST, LAST)
-//! 8   len    u32  MSG, WRITE, READ, RRESP: inline bytes (≤ 48); CHUNK, RTS, WPULL: bytes in
-//!                 the data area
+//! 4   word   u32  kind (MSG, CHUNK, RTR, RTS, ACK, WRITE, WPULL, READ, RRESP, TERM, RNR,
+//!                 MAPW, GRANT, DONE, MAPR) | flags << 8 (SOLICITED, FIRST, LAST, NO)
+//! 8   len    u32  MSG, WRITE, READ, RRESP, MAPW, MAPR, GRANT: inline bytes (≤ 48); CHUNK,
+//!                 RTS, WPULL: bytes in the data area
 //! 12  total  u32  CHUNK with FIRST, RTS: the whole message's length; WRITE, WPULL, READ,
-//!                 RRESP: the one-sided request's length
+//!                 RRESP, MAPW, MAPR, GRANT: the one-sided request's length
 //! 16  inline [u8; 48]
 //! ```
 //!
@@ -91,14 +91,18 @@ pub(crate) mod kind {
     /// its length. The target answers GRANT; the initiator sends nothing else until it has
     /// answered that with DONE.
     pub(crate) const MAPW: u8 = 12;
-    /// The answer to the initiator's MAPW: inline bytes 0..8 the id of the target's shared
+    /// The answer to the initiator's MAPW or MAPR: inline bytes 0..8 the id of the target's shared
     /// memory (its descriptor came over the socket first), 8..16 the offset of the Write in it
     /// (`len` 16, `total` the Write's length); with [`super::flag::NO`] (`len` 0) refused:
     /// the Write goes the ordinary way.
     pub(crate) const GRANT: u8 = 13;
-    /// The initiator copied the granted Write (or, with [`super::flag::NO`], could not map the
-    /// memory and sends the Write the ordinary way next): the target lets go of the region.
+    /// The initiator copied the granted Write or Read (or, with [`super::flag::NO`], could not
+    /// map the memory and sends the request the ordinary way next): the target lets go of the
+    /// region.
     pub(crate) const DONE: u8 = 14;
+    /// A mapped RDMA Read, asked for: as MAPW, for reading. The target answers GRANT; the
+    /// initiator sends nothing else until it has answered that with DONE.
+    pub(crate) const MAPR: u8 = 15;
 }
 
 /// The 16-byte descriptor of a one-sided request: the target's token (host order) and the
@@ -422,7 +426,7 @@ impl Consumer {
             }
             kind::READ => r.len as usize == Desc::LEN,
             kind::RRESP => r.len as usize <= INLINE_MAX && r.len <= r.total,
-            kind::MAPW => r.len as usize == Desc::LEN,
+            kind::MAPW | kind::MAPR => r.len as usize == Desc::LEN,
             kind::GRANT => r.len == if r.flags & flag::NO != 0 { 0 } else { 16 },
             kind::DONE => r.len == 0,
             _ => false,

@@ -384,3 +384,110 @@ fn large_writes_into_shared_memory_go_through_one_mapping() {
     }
     drop(mr);
 }
+
+/// A large Read from shared memory is copied once, by the initiator, out of a mapping of the
+/// target's memory (one more mapping of the target's memfd in this process, however many
+/// Reads follow), and returns every byte. It sees a mapped Write posted just before it (the
+/// Read's MAPR waits for the Write's DONE). A Read past the end is refused as any other; from
+/// heap memory the same Read is served the ordinary way.
+#[test]
+fn large_reads_from_shared_memory_go_through_one_mapping() {
+    let (c, s) = pair(8 << 20);
+    let token = s.mr.get_remote_token();
+    let base = s.buf.as_ptr() as u64;
+    assert_eq!(mappings_of(s.buf.as_ptr()), 1, "the target's buffer");
+    for (k, len) in [(1u64, 64usize << 10), (2, 1 << 20), (3, (3 << 20) + 5)] {
+        let data = message(k, len);
+        let at = 5 * k as usize; // unaligned
+        s.fill(at, &data);
+        let sge = c.buf.sge(3..3 + len, c.token());
+        // SAFETY: the sink is read only after the Read completes.
+        unsafe {
+            c.qp.read(k, &[sge], base + at as u64, token, OpFlags::empty())
+        }
+        .expect("post Read");
+        let r = drive(&c, &s);
+        assert_eq!(
+            (
+                r.status,
+                r.request_context,
+                r.request_type,
+                r.bytes_transferred
+            ),
+            (Status::SUCCESS, k, RequestType::Read, len as u32),
+            "Read {len}"
+        );
+        assert_eq!(c.read(3, len), data, "Read of {len}");
+        assert_eq!(
+            mappings_of(s.buf.as_ptr()),
+            2,
+            "mapped once, by the initiator"
+        );
+    }
+    // A mapped Write and a mapped Read of the same bytes, posted back to back.
+    let len = 1 << 20;
+    let data = message(4, len);
+    c.fill(0, &data);
+    let w = c.buf.sge(0..len, c.token());
+    let rd = c.buf.sge((4 << 20)..(4 << 20) + len, c.token());
+    // SAFETY: the source is left alone, and the sink read, only after both completed.
+    unsafe {
+        c.qp.write(4, &[w], base + 11, token, OpFlags::empty())
+            .expect("post Write");
+        c.qp.read(5, &[rd], base + 11, token, OpFlags::empty())
+            .expect("post Read");
+    }
+    for k in [4u64, 5] {
+        let r = drive(&c, &s);
+        assert_eq!((r.status, r.request_context), (Status::SUCCESS, k));
+    }
+    assert_eq!(
+        c.read(4 << 20, len),
+        data,
+        "the Read sees the Write before it"
+    );
+    // A Read past the end of the region is refused before anything is copied.
+    let sge = c.buf.sge(0..(64 << 10), c.token());
+    // SAFETY: as above.
+    unsafe {
+        c.qp.read(9, &[sge], base + (8 << 20) - 100, token, OpFlags::empty())
+    }
+    .expect("post Read");
+    let r = drive(&c, &s);
+    assert_eq!(r.status, Status::ACCESS_VIOLATION, "Read past the region");
+
+    // Heap memory registered raw: no mapping can be granted; the Reads are still served, and
+    // the second one does not ask again.
+    let (c, s) = pair(1 << 20);
+    let heap = message(6, 512 << 10);
+    let mr = s.adapter.create_memory_region().expect("mr");
+    // SAFETY: `heap` outlives the region (dropped after it) and is only read by the peer.
+    unsafe {
+        mr.register(
+            heap.as_ptr().cast_mut(),
+            heap.len(),
+            netdirect::MrFlags::ALLOW_REMOTE_READ,
+        )
+    }
+    .expect("register")
+    .wait()
+    .expect("register");
+    for k in [6u64, 7] {
+        let len = 256 << 10;
+        let sge = c.buf.sge(0..len, c.token());
+        let addr = heap.as_ptr() as u64 + k;
+        // SAFETY: as above.
+        unsafe {
+            c.qp.read(k, &[sge], addr, mr.get_remote_token(), OpFlags::empty())
+        }
+        .expect("post Read");
+        let r = drive(&c, &s);
+        assert_eq!(r.status, Status::SUCCESS, "Read {k} from heap memory");
+        assert_eq!(
+            c.read(0, len),
+            &heap[k as usize..k as usize + len],
+            "Read {k}"
+        );
+    }
+    drop(mr);
+}

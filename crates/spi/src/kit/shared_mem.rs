@@ -2,7 +2,7 @@
 //!
 //! `netdirect::Buffer` allocates its larger buffers here. A registration over such memory can
 //! then be written by a same-host peer with one copy, straight into a mapping of the memfd
-//! (the `shm` provider's mapped RDMA Write), instead of two copies through a ring. The memfd
+//! (the `shm` provider's mapped RDMA Writes and Reads), instead of two copies through a ring. The memfd
 //! is sealed against shrinking and growing before anyone sees it, so no mapping of it can ever
 //! fault for want of pages behind it.
 //!
