@@ -775,12 +775,21 @@ impl ShmQp {
     }
 
     /// Push the answers we owe, in order, as far as they fit. `Ok(true)`: all of them.
+    ///
+    /// While one of our own messages or Writes is partly in the ring (`tx_sent`, `tx_hdr`) its
+    /// CHUNK records must follow each other: the peer tells them from a Read response's only
+    /// by their order. Only answers the peer takes in the middle of a message go in then (ACK
+    /// and DONE, one cell each); the rest wait until the message is in.
     fn push_answers(
         &self,
         g: &mut Inner,
         tx: &crate::segment::Chan<'_>,
     ) -> Result<bool, Violation> {
+        let mid_message = g.tx_sent > 0 || g.tx_hdr;
         while let Some(a) = g.answers.front() {
+            if mid_message && !matches!(a, Answer::Ack | Answer::Done { .. }) {
+                return Ok(false);
+            }
             let done = match a {
                 Answer::Ack => g.prod.has_room(tx, 0)?.then(|| {
                     g.prod.push_inline(tx, kind::ACK, 0, &Owned(&[]), 0, 0);
@@ -861,20 +870,21 @@ impl ShmQp {
         let map_min = self.shared.config.map_min;
         let mut pushed = false;
         let mut blocked = false;
-        // Answers to the peer's requests come first, in order: its requests wait for them.
-        if !g.answers.is_empty() {
-            // Part of a response may go in even when the rest must wait: the peer may be
-            // asleep waiting for it.
-            pushed = true;
-            match self.push_answers(g, &tx) {
-                Ok(all) => blocked = !all,
-                Err(Violation) => {
-                    self.close(g, Status::CONNECTION_REFUSED);
-                    return;
+        loop {
+            // Answers to the peer's requests come first, in order, before each of our requests
+            // (its requests wait for them), but never inside one of ours (`push_answers`).
+            if !g.answers.is_empty() {
+                // Part of a response may go in even when the rest must wait: the peer may be
+                // asleep waiting for it.
+                pushed = true;
+                match self.push_answers(g, &tx) {
+                    Ok(all) => blocked = !all && g.tx_sent == 0 && !g.tx_hdr,
+                    Err(Violation) => {
+                        self.close(g, Status::CONNECTION_REFUSED);
+                        return;
+                    }
                 }
             }
-        }
-        loop {
             if blocked {
                 break;
             }

@@ -491,3 +491,52 @@ fn large_reads_from_shared_memory_go_through_one_mapping() {
     }
     drop(mr);
 }
+
+/// Answers owed to the peer's requests (here two Read responses, one inline, one in chunks)
+/// while our own message is half in the ring (a 3 MiB Send, more than the 512 KiB data area)
+/// go in between its chunks without breaking it: every request completes, byte-exact.
+#[test]
+fn answers_interleave_with_a_message_half_in_the_ring() {
+    let (c, s) = pair(8 << 20);
+    let len = 3 << 20;
+    c.recv(1, 0, len);
+    let data = message(1, len);
+    s.fill(0, &data);
+    let small = message(3, 4096);
+    s.fill(4 << 20, &small);
+    s.send(2, 0, len).expect("Send");
+    let (token, at) = (s.mr.get_remote_token(), s.buf.as_ptr() as u64 + (4 << 20));
+    for (ctx, n) in [(3u64, 8usize), (4, 4096)] {
+        let sge = c.buf.sge(
+            (4 << 20) + ctx as usize * 8192..(4 << 20) + ctx as usize * 8192 + n,
+            c.token(),
+        );
+        // SAFETY: the sink is read only after the Read completes.
+        unsafe { c.qp.read(ctx, &[sge], at, token, OpFlags::empty()) }.expect("Read");
+    }
+    let mut got = Vec::new();
+    let end = Instant::now() + DEADLINE;
+    let mut r = [NdResult::EMPTY];
+    while got.len() < 4 {
+        for e in [&c, &s] {
+            if e.cq.get_results(&mut r) == 1 {
+                got.push((r[0].request_context, r[0].status, r[0].bytes_transferred));
+            }
+        }
+        assert!(Instant::now() < end, "completions so far: {got:?}");
+    }
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [
+            (1, Status::SUCCESS, len as u32),
+            (2, Status::SUCCESS, 0),
+            (3, Status::SUCCESS, 8),
+            (4, Status::SUCCESS, 4096)
+        ]
+    );
+    assert_eq!(c.read(0, len), data, "the message");
+    for (ctx, n) in [(3usize, 8usize), (4, 4096)] {
+        assert_eq!(c.read((4 << 20) + ctx * 8192, n), &small[..n], "Read {ctx}");
+    }
+}
