@@ -47,6 +47,8 @@ pub(crate) struct Link {
     pub(crate) peer_pid: i32,
     /// Mapped RDMA Writes and Reads (`mapped`).
     pub(crate) maps: crate::mapped::Maps,
+    /// This connection's nonce (`mapped`): a peer that read it from our memory may map ours.
+    pub(crate) nonce: Box<[u64; 2]>,
 }
 
 impl fmt::Debug for Link {
@@ -92,10 +94,11 @@ impl Link {
                 idle: AtomicU32::new(0),
                 peer_pid,
                 maps: crate::mapped::Maps::default(),
+                nonce: Box::new(crate::mapped::fresh_nonce()),
             }
         });
         // Where a peer that may write our memory reads the proof of it (`mapped`).
-        let nonce: *const [u64; 2] = crate::mapped::nonce();
+        let nonce: *const [u64; 2] = &*link.nonce;
         link.me().nonce_addr.store(nonce as u64, Ordering::Release);
         // Large messages may be pulled from the peer's memory if the kernel lets us read it
         // (same user, no ptrace restriction): tell the peer by our `can_pull` word.

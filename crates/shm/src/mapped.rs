@@ -24,7 +24,7 @@
 //! Only the bytes are compared; a peer that cannot read us cannot produce them.
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use netdirect_spi::kit::shared_mem::SharedMemory;
@@ -37,10 +37,12 @@ const MAX_MAPS: usize = 16;
 /// The largest peer memory mapped (address space, not memory: 64 GiB).
 const MAX_MAP_LEN: u64 = 64 << 30;
 
-/// This process's nonce: 16 random bytes, never zero, at an address that does not change.
-pub(crate) fn nonce() -> &'static [u64; 2] {
-    static NONCE: OnceLock<[u64; 2]> = OnceLock::new();
-    NONCE.get_or_init(|| loop {
+/// A fresh nonce for one connection: 16 random bytes, never zero. Each connection has its own
+/// (kept in its `Link`, whose heap address does not change), made when the connection is:
+/// a process forked from ours earlier, which shares our memory's past but perhaps not our
+/// rights, cannot know it.
+pub(crate) fn fresh_nonce() -> [u64; 2] {
+    loop {
         let mut b = [0u8; 16];
         netdirect_spi::kit::mr::fill_random(&mut b);
         let w = [
@@ -48,9 +50,9 @@ pub(crate) fn nonce() -> &'static [u64; 2] {
             u64::from_le_bytes(b[8..].try_into().expect("8 bytes")),
         ];
         if w != [0, 0] {
-            break w;
+            return w;
         }
-    })
+    }
 }
 
 /// One connection's mapped-Write state.
@@ -62,6 +64,17 @@ pub(crate) struct Maps {
     sent: Mutex<Vec<u64>>,
     /// Whether we could read the peer's nonce (asked once).
     proved: OnceLock<bool>,
+    /// A MAPW or MAPR of ours awaits its GRANT: only then is a MAP message taken (the
+    /// target sends its memory's descriptor just before granting); any other is dropped, so
+    /// a peer cannot make us map memory we never asked for.
+    asking: AtomicBool,
+}
+
+impl Maps {
+    /// Our MAPW or MAPR is in the ring (`true`), or its GRANT came (`false`).
+    pub(crate) fn asking(&self, yes: bool) {
+        self.asking.store(yes, Ordering::Release);
+    }
 }
 
 impl Link {
@@ -89,7 +102,7 @@ impl Link {
     /// Target: the peer showed it may write our memory (its side line holds our nonce).
     pub(crate) fn peer_proved(&self) -> bool {
         let p = &self.peer().proof;
-        let n = nonce();
+        let n = &self.nonce;
         p[0].load(Ordering::Acquire) == n[0] && p[1].load(Ordering::Acquire) == n[1]
     }
 
@@ -134,17 +147,20 @@ impl Link {
         None
     }
 
-    fn find_peer_memory(&self, id: u64) -> Option<Arc<SharedMemory>> {
+    pub(crate) fn find_peer_memory(&self, id: u64) -> Option<Arc<SharedMemory>> {
         let peer = self.maps.peer.lock().unwrap_or_else(|e| e.into_inner());
         peer.iter().find(|(i, _)| *i == id).map(|(_, m)| m.clone())
     }
 
-    /// A control message from the peer: keep a MAP's memory (mapped); ignore the rest
-    /// (WAKE only wakes).
+    /// A control message from the peer: keep a MAP's memory (mapped) while we ask for a
+    /// mapping; ignore the rest (WAKE only wakes).
     pub(crate) fn on_message(&self, msg: Option<Msg>, fd: Option<OwnedFd>) {
         let (Some(Msg::Map { id }), Some(fd)) = (msg, fd) else {
             return;
         };
+        if !self.maps.asking.load(Ordering::Acquire) {
+            return;
+        }
         let mut peer = self.maps.peer.lock().unwrap_or_else(|e| e.into_inner());
         if peer.len() >= MAX_MAPS || peer.iter().any(|(i, _)| *i == id) {
             return;

@@ -250,6 +250,18 @@ struct Inner {
 }
 
 impl Inner {
+    /// The mapping for the request being pushed was refused (or cannot be made here): it goes
+    /// the ordinary way, and its target token is not asked for again soon.
+    fn mapping_refused(&mut self) {
+        self.map_out = MapOut::Denied;
+        if let Some((wr, _)) = self.sq.get(self.in_ring) {
+            if let Op::Write(d) | Op::Read(d) = wr.op {
+                self.map_denied.rotate_right(1);
+                self.map_denied[0] = d.token;
+            }
+        }
+    }
+
     /// A queue pair's state before it connects (`Conn::Idle`).
     fn new(rq: WrQueue<RecvWr>, sq: WrQueue<SendWr>, srq_scratch: Vec<SrqSeg>) -> Self {
         Self {
@@ -948,6 +960,7 @@ impl ShmQp {
                     match prod.has_room(&tx, 0) {
                         Ok(true) => {
                             let k = if is_read { kind::MAPR } else { kind::MAPW };
+                            link.maps.asking(true);
                             let head = d.encode();
                             prod.push_header(&tx, k, 0, total as u32, &Owned(&head), 0, 16);
                             *map_out = MapOut::Asked;
@@ -1265,7 +1278,7 @@ impl ShmQp {
                 }
                 _ if g.conn != Conn::Established => return self.violation(g),
                 kind::GRANT => {
-                    // The answer to our MAPW (`mapped`), between records of nothing else.
+                    // The answer to our MAPW or MAPR (`mapped`), between records of nothing else.
                     if g.map_out != MapOut::Asked || g.rx_msg.is_some() {
                         return self.violation(g);
                     }
@@ -1276,20 +1289,16 @@ impl ShmQp {
                     g.cons.advance();
                     consumed = true;
                     if r.flags & flag::NO != 0 {
-                        g.map_out = MapOut::Denied;
-                        if let Some((wr, _)) = g.sq.get(g.in_ring) {
-                            if let Op::Write(d) | Op::Read(d) = wr.op {
-                                g.map_denied.rotate_right(1);
-                                g.map_denied[0] = d.token;
-                            }
-                        }
+                        g.mapping_refused();
                     } else if !self.mapped_copy(g, link, &cell, r.total) {
                         return self.violation(g);
                     }
+                    // The memory's MAP message, if any, was taken by `mapped_copy`.
+                    link.maps.asking(false);
                     continue;
                 }
                 kind::DONE => {
-                    // The peer copied the Write we granted (or could not): let go.
+                    // The peer copied the Write or Read we granted (or could not): let go.
                     if g.map_hold.take().is_none() {
                         return self.violation(g);
                     }
@@ -1750,7 +1759,8 @@ impl ShmQp {
             g.in_ring += 1;
             g.map_out = MapOut::Idle;
         } else {
-            g.map_out = MapOut::Denied;
+            // Not mappable here: as refused by the target.
+            g.mapping_refused();
         }
         true
     }
@@ -2324,6 +2334,36 @@ mod hostile {
             drop(attacker);
             drop(exposed);
         }
+    }
+
+    /// A MAP message (a memory's descriptor) that no MAPW or MAPR of ours asked for is
+    /// dropped: nothing is mapped, and the connection goes on. The same message while we ask
+    /// is taken.
+    #[test]
+    fn unasked_memory_is_not_mapped() {
+        let (victim, attacker) = connect();
+        let peer = ShmQp::downcast(&attacker.qp)
+            .unwrap()
+            .link()
+            .unwrap()
+            .clone();
+        let me = ShmQp::downcast(&victim.qp).unwrap().link().unwrap().clone();
+        let m = netdirect_spi::kit::shared_mem::SharedMemory::new(1 << 20).unwrap();
+        for asking in [false, true] {
+            me.maps.asking(asking);
+            let msg = crate::proto::Msg::Map { id: m.id() };
+            crate::proto::send(&peer.sock, &msg, Some(m.fd())).unwrap();
+            me.service_socket(64);
+            assert_eq!(
+                me.find_peer_memory(m.id()).is_some(),
+                asking,
+                "asking: {asking}"
+            );
+        }
+        let mut f = Forger::new(&attacker);
+        f.record(u32::from(kind::MSG), 8, 0, &[]);
+        f.wake();
+        assert_eq!(next(&victim.cq).status, Status::SUCCESS);
     }
 
     /// Forged one-sided records (WRITE, WPULL, READ with random tokens, addresses, lengths and

@@ -89,11 +89,11 @@ pub(crate) struct SideLine {
     /// The side can read its peer's memory (`process_vm_readv` worked on a probe): the peer
     /// may send large messages as RTS records for it to pull.
     pub(crate) can_pull: AtomicU32,
-    /// Where this side's process keeps its nonce (`link::nonce`): the peer proves it may
-    /// write our memory by reading it from there.
+    /// Where this side keeps the connection's nonce (`Link::nonce`): the peer proves it may
+    /// read and write our memory by reading it from there.
     pub(crate) nonce_addr: AtomicU64,
     /// The peer's nonce as this side read it from the peer's memory (`process_vm_readv`):
-    /// zero until this side wants to write the peer's shared memory itself (mapped Writes).
+    /// zero until this side wants to map the peer's shared memory (mapped Writes and Reads).
     pub(crate) proof: [AtomicU64; 2],
 }
 
@@ -145,16 +145,9 @@ impl Segment {
         if !params.is_valid() {
             return None;
         }
-        let st = rustix::fs::fstat(fd).ok()?;
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile
-            || st.st_size != params.size() as i64
-        {
-            return None;
-        }
-        let seals = rustix::fs::fcntl_get_seals(fd).ok()?;
-        if !seals.contains(SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
-            || seals.intersects(SealFlags::WRITE | SealFlags::FUTURE_WRITE)
-        {
+        // Sealed ordinary shared memory of the final size (`sealed_len` reads the seals
+        // before the size).
+        if netdirect_spi::kit::shared_mem::sealed_len(fd)? != params.size() as u64 {
             return None;
         }
         let seg = Self::map(fd, params).ok()?;

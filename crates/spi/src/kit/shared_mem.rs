@@ -75,20 +75,7 @@ impl SharedMemory {
     #[must_use]
     pub fn open(fd: OwnedFd, max_len: u64) -> Option<Self> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1 << 63);
-        let st = rustix::fs::fstat(&fd).ok()?;
-        let len = u64::try_from(st.st_size).ok()?;
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile
-            || len == 0
-            || len > max_len
-        {
-            return None;
-        }
-        let seals = rustix::fs::fcntl_get_seals(&fd).ok()?;
-        if !seals.contains(SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
-            || seals.intersects(SealFlags::WRITE | SealFlags::FUTURE_WRITE)
-        {
-            return None;
-        }
+        let len = sealed_len(&fd).filter(|&l| l > 0 && l <= max_len)?;
         let len = usize::try_from(len).ok()?;
         let ptr = map(&fd, len).ok()?;
         Some(Self {
@@ -153,6 +140,34 @@ fn map(fd: &OwnedFd, len: usize) -> io::Result<NonNull<u8>> {
         )?
     };
     NonNull::new(p.cast::<u8>()).ok_or_else(|| io::ErrorKind::Other.into())
+}
+
+/// The size of `fd` if it is memory no access to a mapping of can fault: a memfd of ordinary
+/// shared memory (tmpfs, which gives a fresh page to any hole punched in it, where hugetlbfs
+/// could run out of pages), sealed against shrinking, growing and further sealing, without
+/// write seals (the mapping is written). `None` otherwise.
+///
+/// The seals are read first: once `SEAL` is there, the size read after it is final. (Read the
+/// other way round, a peer could shrink the file between the two calls and seal it then.)
+#[must_use]
+pub fn sealed_len(fd: &impl AsFd) -> Option<u64> {
+    /// `TMPFS_MAGIC` of `statfs(2)`: memfds without `MFD_HUGETLB` live there.
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    let seals = rustix::fs::fcntl_get_seals(fd).ok()?;
+    if !seals.contains(SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
+        || seals.intersects(SealFlags::WRITE | SealFlags::FUTURE_WRITE)
+    {
+        return None;
+    }
+    let fs = rustix::fs::fstatfs(fd).ok()?;
+    if u64::try_from(fs.f_type).ok()? != TMPFS_MAGIC {
+        return None;
+    }
+    let st = rustix::fs::fstat(fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    u64::try_from(st.st_size).ok()
 }
 
 impl Drop for SharedMemory {
