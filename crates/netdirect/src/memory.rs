@@ -163,7 +163,10 @@ impl Drop for Alloc {
 ///
 /// Buffers of [`Buffer::SHARED_MIN`] bytes or more are a shared mapping of a sealed memfd
 /// (`kit::shared_mem`), so that a same-host peer allowed to write them can do so with one copy
-/// (the `shm` provider's mapped RDMA Writes and Reads); smaller ones come from the heap.
+/// (the `shm` provider's mapped RDMA Writes and Reads); smaller ones come from the heap, and so
+/// do large ones beyond the memfd budget (a quarter of the descriptor limit, 16 to 4096 alive
+/// at once, `SharedMemory::budget`), so buffers never take the descriptors the process's
+/// sockets need.
 #[derive(Clone)]
 pub struct Buffer {
     ptr: *mut u8,

@@ -13,9 +13,10 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rustix::fs::{MemfdFlags, SealFlags};
+use rustix::io::Errno;
 use rustix::mm::{MapFlags, ProtFlags};
 
 /// A shared mapping of a sealed memfd, zero-filled, page-aligned. Unmapped on drop (mappings
@@ -26,7 +27,12 @@ pub struct SharedMemory {
     len: usize,
     fd: OwnedFd,
     id: u64,
+    /// Made by [`SharedMemory::new`]: counted against [`SharedMemory::budget`].
+    counted: bool,
 }
+
+/// Memfds of ours alive now ([`SharedMemory::new`]).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 // SAFETY: the mapping is plain memory owned by this value; the type hands out only raw
 // pointers, whose users synchronise as the ND contract requires.
@@ -47,9 +53,39 @@ impl std::fmt::Debug for SharedMemory {
 impl SharedMemory {
     /// `len` zeroed bytes (rounded up to whole pages; at least one).
     ///
+    /// Each one holds a descriptor for its life, so at most [`SharedMemory::budget`] are alive
+    /// at once: the process's other descriptors (its sockets, files) must not run out because
+    /// of memory buffers.
+    ///
     /// # Errors
-    /// What `memfd_create`, `ftruncate`, sealing or `mmap` report (`EMFILE`, `ENOMEM`, ...).
+    /// `EMFILE` when the budget is spent; else what `memfd_create`, `ftruncate`, sealing or
+    /// `mmap` report (`EMFILE`, `ENOMEM`, ...).
     pub fn new(len: usize) -> io::Result<Self> {
+        let budget = Self::budget();
+        LIVE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < budget).then_some(n + 1)
+        })
+        .map_err(|_| io::Error::from_raw_os_error(Errno::MFILE.raw_os_error()))?;
+        let made = Self::make(len);
+        if made.is_err() {
+            LIVE.fetch_sub(1, Ordering::AcqRel);
+        }
+        made
+    }
+
+    /// How many [`SharedMemory::new`] memories may be alive at once: a quarter of the
+    /// descriptor limit (`RLIMIT_NOFILE`'s soft value), at least 16 and at most 4096.
+    #[must_use]
+    pub fn budget() -> usize {
+        static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *BUDGET.get_or_init(|| {
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+            let quarter = limit.map_or(4096, |l| usize::try_from(l / 4).unwrap_or(usize::MAX));
+            quarter.clamp(16, 4096)
+        })
+    }
+
+    fn make(len: usize) -> io::Result<Self> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let page = rustix::param::page_size();
         let len = len.max(1).next_multiple_of(page);
@@ -65,6 +101,7 @@ impl SharedMemory {
             len,
             fd,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            counted: true,
         })
     }
 
@@ -83,6 +120,7 @@ impl SharedMemory {
             len,
             fd,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            counted: false,
         })
     }
 
@@ -175,6 +213,9 @@ impl Drop for SharedMemory {
         // SAFETY: the mapping made in `new`, unmapped once; no reference into it outlives the
         // value (users hold the value, through an `Arc`, while they use the memory).
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+        if self.counted {
+            LIVE.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
