@@ -99,6 +99,33 @@ impl Link {
         })
     }
 
+    /// Initiator: about to copy through a mapping the peer granted. Announce it, then look
+    /// whether the peer closed (with a fence between: either it sees our flag when it closes,
+    /// or we see its close). `false`: it closed, so its grant is void (it may be reusing the
+    /// memory): copy nothing, and call [`Link::copied`] all the same.
+    pub(crate) fn start_copy(&self) -> bool {
+        crate::ring::grant::start_copy(&self.me().copying, &self.peer().closed)
+    }
+
+    /// Initiator: the copy that [`Link::start_copy`] announced is over.
+    pub(crate) fn copied(&self) {
+        crate::ring::grant::copied(&self.me().copying);
+    }
+
+    /// Target, closing with a grant outstanding: wait until the peer is not copying through
+    /// it (our `closed` word is stored; the fence pairs with [`Link::start_copy`]'s), or is
+    /// gone, or a second has passed (a peer that never clears its flag could write our
+    /// memory anyway: the grant needed that). A peer that copies finishes in the copy's time.
+    pub(crate) fn wait_peer_copy(&self) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while crate::ring::grant::peer_copying(&self.peer().copying)
+            && !self.peer_eof.load(Ordering::Acquire)
+            && std::time::Instant::now() < end
+        {
+            std::thread::yield_now();
+        }
+    }
+
     /// Target: the peer showed it may write our memory (its side line holds our nonce).
     pub(crate) fn peer_proved(&self) -> bool {
         let p = &self.peer().proof;

@@ -1739,15 +1739,17 @@ impl ShmQp {
             // post and are held by the request; `copy_into` and `copy_out` bound the peer's
             // side by the mapping.
             Some((wr, segs)) if wr.inline.is_none() && wr.total == u64::from(total) => {
-                match wr.op {
-                    Op::Write(_) => link
-                        .peer_memory(id)
-                        .is_some_and(|m| mem::copy_into(&m, off, &Segs(segs), n)),
-                    Op::Read(_) => link
-                        .peer_memory(id)
-                        .is_some_and(|m| mem::copy_out(&m, off, &mut Segs(segs), n)),
+                let m = link.peer_memory(id);
+                // The target may have closed since it granted (its hold then ends): no copy.
+                let ok = m.is_some() && link.start_copy();
+                let copied = match (wr.op, m) {
+                    (Op::Write(_), Some(m)) if ok => mem::copy_into(&m, off, &Segs(segs), n),
+                    (Op::Read(_), Some(m)) if ok => mem::copy_out(&m, off, &mut Segs(segs), n),
+                    (Op::Write(_) | Op::Read(_), _) => false,
                     _ => return false,
-                }
+                };
+                link.copied();
+                copied
             }
             _ => return false,
         };
@@ -1957,6 +1959,11 @@ impl ShmQp {
         g.conn = Conn::Closed;
         if let Some(link) = &g.link {
             link.close_local();
+            if g.map_hold.is_some() {
+                // The peer may be copying through the mapping we granted: the registration
+                // stays held until it is done (a Deregister waits for that).
+                link.wait_peer_copy();
+            }
         }
         self.flush_all(g);
         if let Some(a) = g.accept.take() {

@@ -563,6 +563,35 @@ pub(crate) mod wake {
     }
 }
 
+/// The handshake that keeps a granted mapped Write or Read (`mapped`) from outliving the
+/// target's hold on its memory: the initiator announces its copy (`copying` in its side line)
+/// before it looks whether the target closed; the target, closing, stores `closed` before it
+/// looks whether the initiator copies, and waits until it does not. The fences make it a
+/// Dekker handshake: either the initiator sees the close and copies nothing, or the target
+/// sees the copy and waits for its end (`loom_grant_close`).
+pub(crate) mod grant {
+    use crate::sync::{fence, AtomicU32, Ordering};
+
+    /// Initiator, about to copy: whether the grant still holds (the peer has not closed).
+    /// Call [`copied`] afterwards either way.
+    pub(crate) fn start_copy(copying: &AtomicU32, peer_closed: &AtomicU32) -> bool {
+        copying.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        peer_closed.load(Ordering::Acquire) == 0
+    }
+
+    /// Initiator: the copy is over (Release: the target's wait then sees every byte of it).
+    pub(crate) fn copied(copying: &AtomicU32) {
+        copying.store(0, Ordering::Release);
+    }
+
+    /// Target, its `closed` word stored: whether the peer is still copying.
+    pub(crate) fn peer_copying(peer_copying: &AtomicU32) -> bool {
+        fence(Ordering::SeqCst);
+        peer_copying.load(Ordering::Acquire) != 0
+    }
+}
+
 #[cfg(loom)]
 pub(crate) mod loom_mem {
     //! Heap-backed ring memory for the loom models: loom atomics for the control words, one
@@ -1010,6 +1039,43 @@ mod loom_models {
             }
             poster.join().unwrap();
             sleeper.join().unwrap();
+        });
+    }
+
+    /// A granted copy against the target's close (`grant`): the initiator's copy into the
+    /// target's memory and the target's reuse of that memory after its close never overlap
+    /// (loom flags any concurrent access to the cell), and the target never waits forever.
+    #[test]
+    fn loom_grant_close() {
+        struct Shared {
+            copying: AtomicU32,
+            closed: AtomicU32,
+            memory: loom::cell::UnsafeCell<u32>,
+        }
+        // SAFETY: `memory` is accessed only as the handshake allows, which loom checks.
+        unsafe impl Sync for Shared {}
+        model(|| {
+            let s = Arc::new(Shared {
+                copying: AtomicU32::new(0),
+                closed: AtomicU32::new(0),
+                memory: loom::cell::UnsafeCell::new(0),
+            });
+            let s2 = s.clone();
+            let initiator = loom::thread::spawn(move || {
+                if grant::start_copy(&s2.copying, &s2.closed) {
+                    // SAFETY: the handshake under test.
+                    s2.memory.with_mut(|p| unsafe { *p = 7 });
+                }
+                grant::copied(&s2.copying);
+            });
+            s.closed.store(1, Ordering::Release);
+            while grant::peer_copying(&s.copying) {
+                loom::thread::yield_now();
+            }
+            // The target reuses its memory.
+            // SAFETY: the handshake under test.
+            s.memory.with_mut(|p| unsafe { *p = 1 });
+            initiator.join().unwrap();
         });
     }
 }

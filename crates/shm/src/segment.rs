@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! offset 0     header line  magic, version, cells, data size (checked by the opener, then ignored)
-//! offset 64    side 0 line  waiting, closed, can_pull   (written by the active side)
-//! offset 128   side 1 line  waiting, closed, can_pull   (written by the passive side)
+//! offset 64    side 0 line  waiting, closed, can_pull, copying, nonce_addr, proof
+//!                           (written by the active side)
+//! offset 128   side 1 line  the same, written by the passive side
 //! offset 256   channel 0    active → passive
 //! ...          channel 1    passive → active
 //! channel:     +0     consumer line: tail u64, data_tail u64 (written by the consumer)
@@ -89,6 +90,9 @@ pub(crate) struct SideLine {
     /// The side can read its peer's memory (`process_vm_readv` worked on a probe): the peer
     /// may send large messages as RTS records for it to pull.
     pub(crate) can_pull: AtomicU32,
+    /// The side is copying into (or out of) a mapping of its peer's memory that the peer
+    /// granted (`mapped`): the peer, closing, waits for the copy before it lets go.
+    pub(crate) copying: AtomicU32,
     /// Where this side keeps the connection's nonce (`Link::nonce`): the peer proves it may
     /// read and write our memory by reading it from there.
     pub(crate) nonce_addr: AtomicU64,

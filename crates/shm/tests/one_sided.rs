@@ -540,3 +540,35 @@ fn answers_interleave_with_a_message_half_in_the_ring() {
         assert_eq!(c.read((4 << 20) + ctx * 8192, n), &small[..n], "Read {ctx}");
     }
 }
+
+/// A target that closes after granting a mapped Write, before the initiator got to the grant:
+/// the initiator copies nothing (the grant ended with the connection, and the target may be
+/// reusing its memory), and the Write is flushed.
+#[test]
+fn a_grant_ends_with_the_connection() {
+    let (c, s) = pair(2 << 20);
+    let len = 1 << 20;
+    c.fill(0, &message(8, len));
+    let sge = c.buf.sge(0..len, c.token());
+    let addr = s.buf.as_ptr() as u64;
+    // SAFETY: the source is left alone until the Write completes.
+    unsafe {
+        c.qp.write(1, &[sge], addr, s.mr.get_remote_token(), OpFlags::empty())
+    }
+    .expect("post Write");
+    // The target serves the MAPW (grants) when it drives its queue pair, then disconnects.
+    let mut r = [NdResult::EMPTY];
+    assert_eq!(s.cq.get_results(&mut r), 0);
+    s.connector
+        .disconnect()
+        .expect("disconnect")
+        .wait_timeout(Some(DEADLINE))
+        .expect("in time")
+        .expect("disconnect");
+    let r = c.poll();
+    assert_eq!((r.request_context, r.status), (1, Status::CANCELED));
+    assert!(
+        s.read(0, len).iter().all(|&b| b == 0),
+        "nothing copied after the close"
+    );
+}
