@@ -4,7 +4,8 @@
 //!
 //! The exchange (records in `ring::kind`): the initiator asks with MAPW for a Write, MAPR for
 //! a Read (token, address, length); the target checks them as for any Write or Read (token,
-//! rights, bounds; a MAPR also takes an IRD credit, as a Read does), holds the registration (a
+//! rights, bounds; a MAPR also takes an IRD credit, as a Read does; never through a memory
+//! window, whose Invalidate must be able to fail a transfer midway), holds the registration (a
 //! Deregister waits) and answers GRANT with the memory's id and the request's offset in it,
 //! having sent the memfd over the connection's socket first (MAP message, once per memory and
 //! connection); the initiator copies into (or out of) its mapping, answers DONE, which

@@ -1611,11 +1611,18 @@ impl ShmQp {
                 g.cons.advance();
                 // Granted only for shared memory, to a peer that showed it may read and write
                 // our memory anyway, once it has the memory's descriptor (`mapped`).
-                let grant = reg.as_deref().and_then(|r| {
-                    let m = r.shared_memory()?;
-                    let off = m.offset_of(d.addr, total)?;
-                    (total > 0 && link.peer_proved() && link.offer_memory(m)).then(|| (m.id(), off))
-                });
+                // Never through a memory window: an Invalidate must fail the transfers in
+                // progress through it (IND2QueuePair::Invalidate), and a granted copy cannot be
+                // stopped; a window's chunks are checked one by one instead.
+                let grant = reg
+                    .as_deref()
+                    .filter(|r| r.kind != Kind::Window)
+                    .and_then(|r| {
+                        let m = r.shared_memory()?;
+                        let off = m.offset_of(d.addr, total)?;
+                        (total > 0 && link.peer_proved() && link.offer_memory(m))
+                            .then(|| (m.id(), off))
+                    });
                 match grant {
                     Some((id, off)) => {
                         g.map_hold = reg;

@@ -572,3 +572,33 @@ fn a_grant_ends_with_the_connection() {
         "nothing copied after the close"
     );
 }
+
+/// A large Write through a memory window is never granted as a mapping (an Invalidate must be
+/// able to fail it midway, IND2QueuePair::Invalidate); it lands the ordinary way.
+#[test]
+fn large_writes_through_a_window_are_not_mapped() {
+    let (c, s) = pair(2 << 20);
+    let mw = s.adapter.create_memory_window().expect("window");
+    let len = 256 << 10;
+    s.qp.bind(7, &s.mr, &mw, s.buf.as_ptr(), 1 << 20, OpFlags::ALLOW_WRITE)
+        .expect("bind");
+    let r = s.poll();
+    assert_eq!((r.request_context, r.status), (7, Status::SUCCESS), "bind");
+    let data = message(9, len);
+    c.fill(0, &data);
+    let sge = c.buf.sge(0..len, c.token());
+    let addr = s.buf.as_ptr() as u64 + 3;
+    // SAFETY: the source is left alone until the Write completes.
+    unsafe {
+        c.qp.write(1, &[sge], addr, mw.get_remote_token(), OpFlags::empty())
+    }
+    .expect("post Write");
+    let r = drive(&c, &s);
+    assert_eq!((r.request_context, r.status), (1, Status::SUCCESS));
+    assert_eq!(s.read(3, len), data, "placed");
+    assert_eq!(
+        mappings_of(s.buf.as_ptr()),
+        1,
+        "not mapped by the initiator"
+    );
+}
