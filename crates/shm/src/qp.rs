@@ -512,8 +512,10 @@ impl ShmQp {
         if let Some(link) = &g.link {
             if link.rx_stalled.load(Ordering::Acquire) {
                 link.rx_stalled.store(false, Ordering::Release);
-                self.progress_rx(&mut g);
-                self.flush_wake(&mut g);
+                // The whole drive: what the held records owe (an ACK, a Read response, a
+                // GRANT) goes out now too; no poll would find it (`Link::has_work` sees the
+                // ring, not owed answers).
+                self.progress_locked(&mut g);
             }
         }
         Ok(())
@@ -554,38 +556,43 @@ impl ShmQp {
         // Into the ring within the post when nothing queued waits to go in before it (requests
         // already in the ring and waiting for answers do not stop it) and no fence holds it.
         let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
+        // Nor when answers are owed: they go first, and one may be a Read response half in
+        // the ring, whose chunks nothing may split (`push_answers`).
         let direct = g.sq.len() == g.in_ring
+            && g.answers.is_empty()
             && g.conn == Conn::Established
             && total <= INLINE_MAX as u64
             && !fenced;
-        if inline {
-            if direct {
-                // SAFETY: INLINE memory is readable during this call (the poster's contract).
-                let src = unsafe { InlineSges::new(sge) };
-                if self.try_push_small(&mut g, &src, total as usize, flags) {
-                    self.pushed_send(g, context, flags, total);
-                    return Ok(());
-                }
+        // Into the cell within this call: INLINE memory, or memory inside the cached
+        // registration with local read access (checked without taking a reference).
+        if direct && (inline || self.cached_readable(&g, sge)) {
+            // SAFETY: INLINE memory is readable during this call (the poster's contract);
+            // otherwise every SGE lies in the cached live registration with local read access
+            // (checked just above), and the poster promised not to write the memory until the
+            // Send completes. It is copied into the ring within this call.
+            let src = unsafe { InlineSges::new(sge) };
+            if self.try_push_small(&mut g, &src, total as usize, flags) {
+                self.pushed_send(g, context, flags, total);
+                return Ok(());
             }
+            if g.conn == Conn::Closed {
+                // The ring broke the protocol and the connection ended (`try_push_small`):
+                // everything queued was flushed, and so is this Send.
+                drop(g);
+                self.complete_send(context, flags, Status::CANCELED);
+                return Ok(());
+            }
+        }
+        if inline {
             // Queued behind others (or no room): capture the bytes now so the buffer may be
             // reused at once.
             let mut data = Vec::with_capacity(total as usize);
-            // SAFETY: as above.
+            // SAFETY: INLINE memory is readable during this call.
             unsafe { mem::capture(sge, &mut data) };
             let mut wr = SendWr::new(context, flags, total, Op::Send);
             wr.inline = Some(data);
             g.sq.push_bare(wr);
         } else {
-            if direct && self.cached_readable(&g, sge) {
-                // SAFETY: every SGE lies in the cached live registration with local read
-                // access (checked just above), and the poster promised not to write the memory
-                // until the Send completes; it is copied into the ring within this call.
-                let src = unsafe { InlineSges::new(sge) };
-                if self.try_push_small(&mut g, &src, total as usize, flags) {
-                    self.pushed_send(g, context, flags, total);
-                    return Ok(());
-                }
-            }
             let Inner { sq, cache, .. } = &mut *g;
             let wr = SendWr::new(context, flags, total, Op::Send);
             if let Err((mut wr, _)) =
@@ -691,7 +698,12 @@ impl ShmQp {
         if inline {
             if let Op::Write(d) = op {
                 let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
-                if g.sq.len() == g.in_ring && g.conn == Conn::Established && !fenced {
+                // As for a direct Send (`post_send`): nothing queued, no answer owed.
+                if g.sq.len() == g.in_ring
+                    && g.answers.is_empty()
+                    && g.conn == Conn::Established
+                    && !fenced
+                {
                     // SAFETY: INLINE memory is readable during this call (the poster's
                     // contract); it is copied into the ring within this call.
                     let src = unsafe { InlineSges::new(sge) };
@@ -1344,9 +1356,9 @@ impl ShmQp {
                         let wr = g.sq.pop().expect("present");
                         g.in_ring -= 1;
                         self.complete_wr(&wr, Status::ACCESS_VIOLATION);
-                    } else if g.map_out == MapOut::Asked && g.in_ring == 0 {
-                        // Our mapped Write's MAPW (or Read's MAPR) was refused: it is the
-                        // oldest.
+                    } else if g.in_ring == 0 && (g.map_out == MapOut::Asked || g.tx_hdr) {
+                        // Our mapped Write's MAPW (or Read's MAPR) was refused, or the Write
+                        // whose chunks we are still pushing: it is the oldest.
                         let wr = g.sq.pop().expect("present");
                         self.complete_wr(&wr, Status::ACCESS_VIOLATION);
                     }
@@ -1834,6 +1846,8 @@ impl ShmQp {
         }
         let wr = g.rq.pop().expect("present");
         g.cons.advance();
+        // A Receive came: the receiver-not-ready clock of the held message stops (R-QP-7).
+        link.rnr_deadline.store(0, Ordering::Relaxed);
         g.answers.push_back(Answer::Ack);
         self.complete_recv(
             wr.context,

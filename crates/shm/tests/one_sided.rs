@@ -47,6 +47,26 @@ fn pair(buf: usize) -> (End, End) {
     (c, s)
 }
 
+/// A region over memory that is not shared-mappable (heap memory, registered raw).
+///
+/// # Safety
+/// `mem` must stay valid for `len` bytes until the region is dropped, and be left alone while
+/// requests use it.
+unsafe fn raw_region(
+    e: &End,
+    mem: *mut u8,
+    len: usize,
+    flags: netdirect::MrFlags,
+) -> netdirect::MemoryRegion {
+    let mr = e.adapter.create_memory_region().expect("mr");
+    // SAFETY: the caller's promise.
+    unsafe { mr.register(mem, len, flags) }
+        .expect("register")
+        .wait()
+        .expect("register");
+    mr
+}
+
 /// Poll both ends until the initiator `c` has a completion; the target must report none.
 fn drive(c: &End, s: &End) -> NdResult {
     let end = Instant::now() + DEADLINE;
@@ -353,19 +373,16 @@ fn large_writes_into_shared_memory_go_through_one_mapping() {
     // Heap memory registered raw: the target cannot grant a mapping; the Write still lands.
     let (c, s) = pair(1 << 20);
     let mut heap = vec![0u8; 1 << 20];
-    let mr = s.adapter.create_memory_region().expect("mr");
     // SAFETY: `heap` outlives the region (dropped after it, at the end of the test) and is read
     // only after the Write completed.
-    unsafe {
-        mr.register(
+    let mr = unsafe {
+        raw_region(
+            &s,
             heap.as_mut_ptr(),
             heap.len(),
             netdirect::MrFlags::ALLOW_REMOTE_WRITE,
         )
-    }
-    .expect("register")
-    .wait()
-    .expect("register");
+    };
     // The second Write to the same region does not ask again (the refusal is remembered).
     for k in [5u64, 6] {
         let data = message(k, 256 << 10);
@@ -460,18 +477,15 @@ fn large_reads_from_shared_memory_go_through_one_mapping() {
     // the second one does not ask again.
     let (c, s) = pair(1 << 20);
     let heap = message(6, 512 << 10);
-    let mr = s.adapter.create_memory_region().expect("mr");
     // SAFETY: `heap` outlives the region (dropped after it) and is only read by the peer.
-    unsafe {
-        mr.register(
+    let mr = unsafe {
+        raw_region(
+            &s,
             heap.as_ptr().cast_mut(),
             heap.len(),
             netdirect::MrFlags::ALLOW_REMOTE_READ,
         )
-    }
-    .expect("register")
-    .wait()
-    .expect("register");
+    };
     for k in [6u64, 7] {
         let len = 256 << 10;
         let sge = c.buf.sge(0..len, c.token());
@@ -601,4 +615,163 @@ fn large_writes_through_a_window_are_not_mapped() {
         1,
         "not mapped by the initiator"
     );
+}
+
+/// A small Send, or an INLINE Write, posted while a Read response is half in the ring (1 MiB
+/// from heap memory, more than the data area holds) waits for it: put in at once, it would
+/// split the response's chunks and end the connection.
+#[test]
+fn a_small_send_or_write_waits_for_a_read_response_half_in_the_ring() {
+    for write in [false, true] {
+        small_request_behind_a_read_response(write);
+    }
+}
+
+fn small_request_behind_a_read_response(write: bool) {
+    let (c, s) = pair(2 << 20);
+    let len = 1 << 20;
+    let heap = message(5, len);
+    // SAFETY: `heap` outlives the region (dropped after it) and is only read by the peer.
+    let mr = unsafe {
+        raw_region(
+            &s,
+            heap.as_ptr().cast_mut(),
+            len,
+            netdirect::MrFlags::ALLOW_REMOTE_READ,
+        )
+    };
+    c.recv(2, len + 4096, 64);
+    let sge = c.buf.sge(0..len, c.token());
+    // SAFETY: the sink is read only after the Read completes.
+    unsafe {
+        c.qp.read(
+            1,
+            &[sge],
+            heap.as_ptr() as u64,
+            mr.get_remote_token(),
+            OpFlags::empty(),
+        )
+    }
+    .expect("post Read");
+    // The Read asks for a mapping (MAPR), is refused (heap memory), goes as READ, and the
+    // target pushes as much of the response as the ring takes.
+    let mut r = [NdResult::EMPTY];
+    for e in [&s, &c, &s] {
+        assert_eq!(e.cq.get_results(&mut r), 0, "{r:?}");
+    }
+    s.fill(0, &message(6, 8));
+    let sge = s.buf.sge(0..8, s.token());
+    // INLINE: straight into the ring within the post when nothing waits.
+    let dst = c.buf.as_ptr() as u64 + len as u64 + 4096;
+    // SAFETY: INLINE: the bytes are taken within the call.
+    unsafe {
+        if write {
+            s.qp.write(3, &[sge], dst, c.mr.get_remote_token(), OpFlags::INLINE)
+        } else {
+            s.qp.send(3, &[sge], OpFlags::INLINE)
+        }
+    }
+    .expect("post");
+    let want = if write { 2 } else { 3 };
+    let mut got = Vec::new();
+    let end = Instant::now() + DEADLINE;
+    while got.len() < want {
+        for e in [&c, &s] {
+            if e.cq.get_results(&mut r) == 1 {
+                got.push((r[0].request_context, r[0].status));
+            }
+        }
+        assert!(
+            Instant::now() < end,
+            "write {write}: completions so far: {got:?}"
+        );
+    }
+    got.sort_unstable();
+    let mut expect = vec![(1, Status::SUCCESS), (3, Status::SUCCESS)];
+    if !write {
+        expect.insert(1, (2, Status::SUCCESS));
+    }
+    assert_eq!(got, expect, "write {write}");
+    assert_eq!(c.read(0, len), heap, "the Read");
+    assert_eq!(
+        c.read(len + 4096, 8),
+        message(6, 8),
+        "write {write}: placed"
+    );
+    drop(mr);
+}
+
+/// Posting the Receive a held message waited for also sends what the records behind it owe
+/// (here the ACK of a Write): no poll of the receiver would find it.
+#[test]
+fn a_late_receive_sends_the_answers_it_frees() {
+    let (c, s) = pair(1 << 20);
+    c.fill(0, &message(7, 64));
+    c.send(1, 0, 8).expect("post Send");
+    let sge = c.buf.sge(0..16, c.token());
+    let addr = s.buf.as_ptr() as u64 + 4096;
+    // SAFETY: the source is left alone until the Write completes.
+    unsafe {
+        c.qp.write(2, &[sge], addr, s.mr.get_remote_token(), OpFlags::empty())
+    }
+    .expect("post Write");
+    let mut r = [NdResult::EMPTY];
+    // The receiver finds the Send with no Receive: it holds it (and the Write behind it).
+    assert_eq!(s.cq.get_results(&mut r), 0, "{r:?}");
+    s.recv(9, 0, 64);
+    let mut got = Vec::new();
+    let end = Instant::now() + DEADLINE;
+    while got.len() < 3 {
+        for e in [&c, &s] {
+            if e.cq.get_results(&mut r) == 1 {
+                got.push((r[0].request_context, r[0].status));
+            }
+        }
+        assert!(Instant::now() < end, "completions so far: {got:?}");
+    }
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [
+            (1, Status::SUCCESS),
+            (2, Status::SUCCESS),
+            (9, Status::SUCCESS)
+        ]
+    );
+    assert_eq!(s.read(4096, 16), message(7, 16), "the Write");
+}
+
+/// A Write refused while its chunks are still going into the ring (it goes the ordinary way:
+/// heap memory, whose mapping was refused before) completes ND_ACCESS_VIOLATION, as any
+/// refused request (R-QP-6), not ND_CANCELED.
+#[test]
+fn a_write_refused_while_it_is_pushed_is_an_access_violation() {
+    let (c, s) = pair(2 << 20);
+    let mut heap = vec![0u8; 1 << 20];
+    // SAFETY: `heap` outlives the region (dropped after it) and is read after the Writes.
+    let mr = unsafe {
+        raw_region(
+            &s,
+            heap.as_mut_ptr(),
+            heap.len(),
+            netdirect::MrFlags::ALLOW_REMOTE_WRITE,
+        )
+    };
+    let token = mr.get_remote_token();
+    let base = heap.as_ptr() as u64;
+    c.fill(0, &message(3, 1 << 20));
+    // First a Write that fits: its mapping is refused (heap), which the initiator remembers.
+    let sge = c.buf.sge(0..(256 << 10), c.token());
+    // SAFETY: the source is left alone until the Write completes.
+    unsafe { c.qp.write(1, &[sge], base, token, OpFlags::empty()) }.expect("post Write");
+    let r = drive(&c, &s);
+    assert_eq!((r.request_context, r.status), (1, Status::SUCCESS));
+    // Then one that overruns the region: more than the data area, so it is still being
+    // pushed when the target refuses its header.
+    let sge = c.buf.sge(0..(1 << 20), c.token());
+    // SAFETY: as above.
+    unsafe { c.qp.write(2, &[sge], base + 4096, token, OpFlags::empty()) }.expect("post Write");
+    let r = drive(&c, &s);
+    assert_eq!((r.request_context, r.status), (2, Status::ACCESS_VIOLATION));
+    drop(mr);
 }
