@@ -8,7 +8,10 @@
 //! ring. When there is none, the record simply stays in the ring (the sender's later records
 //! queue behind it, and the ring's back-pressure reaches the sender once it is full), and the
 //! queue pair waits on the queue's stalled list until the next `Receive` posted there drives
-//! it ([`ShmQp::srq_posted`]).
+//! it ([`ShmQp::srq_posted`]). Everything behind the held message waits with it, the sender's
+//! one-sided requests too: their answers (ACK, Read response, GRANT) go out once the message
+//! is taken, or the connection ends at the receiver-not-ready bound. A Receive posted on the
+//! queue pair itself drives it the same way.
 
 use netdirect_spi::kit::srq::{Srq, SrqProvider};
 
