@@ -187,7 +187,28 @@ impl Forger {
 }
 
 /// Start and end of the victim's exposed range within its buffer.
-const EXPOSED: std::ops::Range<usize> = 1024..2048;
+pub(crate) const EXPOSED: std::ops::Range<usize> = 1024..2048;
+
+/// Register the victim's [`EXPOSED`] range for local and remote reads and writes. Drop the
+/// region before the victim (its buffer backs it).
+pub(crate) fn expose(victim: &mut Side) -> Arc<dyn MemoryRegion> {
+    let base = victim.buf.as_mut_ptr();
+    let exposed = victim.adapter.create_memory_region().expect("mr");
+    // SAFETY: the range lies in the victim's buffer, which outlives the registration (the
+    // caller drops the region first).
+    unsafe {
+        exposed.register(
+            base.wrapping_add(EXPOSED.start),
+            EXPOSED.len(),
+            MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE | MrFlags::ALLOW_REMOTE_READ,
+            None,
+        )
+    }
+    .expect("register")
+    .wait()
+    .expect("registered");
+    exposed
+}
 
 /// Input bytes per forged record: kind, flags, len (2), total (4), the count of inline bytes
 /// that follow (modulo 49; its top bit picks a wrong token when steering), an address offset
@@ -207,20 +228,7 @@ pub fn run(input: &[u8]) {
     };
     let (mut victim, attacker) = connect();
     let base = victim.buf.as_mut_ptr();
-    let exposed = victim.adapter.create_memory_region().expect("mr");
-    // SAFETY: the range lies in the victim's buffer, which outlives the registration (dropped
-    // at the end of this function, before `victim`).
-    unsafe {
-        exposed.register(
-            base.wrapping_add(EXPOSED.start),
-            EXPOSED.len(),
-            MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE | MrFlags::ALLOW_REMOTE_READ,
-            None,
-        )
-    }
-    .expect("register")
-    .wait()
-    .expect("registered");
+    let exposed = expose(&mut victim);
     let token = exposed.get_local_token();
     victim.buf[64..].fill(0xAA);
     let lo = base as u64 + EXPOSED.start as u64;

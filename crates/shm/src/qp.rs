@@ -2264,8 +2264,7 @@ mod hostile {
     //! connection (or delivers bounded bytes), never reads outside the segment, never hangs.
 
     use super::*;
-    use crate::forge::{connect, connect_with, next, Forger};
-    use netdirect_spi::MrFlags;
+    use crate::forge::{connect, connect_with, expose, next, Forger, EXPOSED};
 
     /// A small deterministic generator (no dependency needed).
     fn rng(state: &mut u64) -> u32 {
@@ -2323,24 +2322,10 @@ mod hostile {
             };
             let (mut victim, attacker) = connect_with(limits);
             let base = victim.buf.as_mut_ptr();
-            let exposed = victim.adapter.create_memory_region().unwrap();
-            // SAFETY: the range lies in the victim's buffer, which outlives the registration.
-            unsafe {
-                exposed.register(
-                    base.wrapping_add(1024),
-                    1024,
-                    MrFlags::ALLOW_LOCAL_WRITE
-                        | MrFlags::ALLOW_REMOTE_WRITE
-                        | MrFlags::ALLOW_REMOTE_READ,
-                    None,
-                )
-            }
-            .unwrap()
-            .wait()
-            .unwrap();
+            let exposed = expose(&mut victim);
             let d = Desc {
                 token: exposed.get_local_token(),
-                addr: base as u64 + 1024,
+                addr: base as u64 + EXPOSED.start as u64,
             }
             .encode();
             let mut f = Forger::new(&attacker);
@@ -2401,27 +2386,13 @@ mod hostile {
     #[test]
     #[allow(unsafe_code)]
     fn forged_one_sided_records_stay_inside_the_exposed_range() {
-        const LO: usize = 1024;
-        const HI: usize = 2048;
+        const LO: usize = EXPOSED.start;
+        const HI: usize = EXPOSED.end;
         let mut seed = 0x51A7_E5EE_D000_0001u64;
         for round in 0..120 {
             let (mut victim, attacker) = connect();
             let base = victim.buf.as_mut_ptr();
-            let exposed = victim.adapter.create_memory_region().unwrap();
-            // SAFETY: the range lies in the victim's buffer, which outlives the registration.
-            unsafe {
-                exposed.register(
-                    base.wrapping_add(LO),
-                    HI - LO,
-                    MrFlags::ALLOW_LOCAL_WRITE
-                        | MrFlags::ALLOW_REMOTE_WRITE
-                        | MrFlags::ALLOW_REMOTE_READ,
-                    None,
-                )
-            }
-            .unwrap()
-            .wait()
-            .unwrap();
+            let exposed = expose(&mut victim);
             let token = exposed.get_local_token();
             victim.buf[64..].fill(0xAA);
             let mut f = Forger::new(&attacker);
