@@ -18,10 +18,10 @@
 //!
 //! A mapping lets the peer read and write that memory whenever it likes, not only when
 //! granted, and after a Deregister. So the target grants only to a peer that has shown it may
-//! read and write our memory anyway: the peer reads 16 random bytes (`nonce`) from our address space with
-//! `process_vm_readv` and puts them in its side line, and the kernel allows that read only
-//! with the ptrace access that `process_vm_writev` into us needs as well (both check
-//! `PTRACE_MODE_ATTACH_REALCREDS`). The mapping gives such a peer nothing it did not have.
+//! read and write our memory anyway: the peer reads 16 random bytes (the connection's nonce,
+//! `Link::nonce`) from our address space with `process_vm_readv` and puts them in its side
+//! line, and the kernel allows that read only with the ptrace access that `process_vm_writev`
+//! into us needs as well (both check `PTRACE_MODE_ATTACH_REALCREDS`). The mapping gives such a peer nothing it did not have.
 //! Only the bytes are compared; a peer that cannot read us cannot produce them.
 
 use std::os::fd::OwnedFd;

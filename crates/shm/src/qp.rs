@@ -219,8 +219,8 @@ struct Inner {
     /// Our mapped Write or Read being asked for (initiator side).
     map_out: MapOut,
     /// Target tokens whose last MAPW or MAPR was refused (heap memory, say): their Writes and
-    /// Reads go the ordinary way at once, without asking again (a refusal costs a round trip in which no
-    /// other request of ours moves).
+    /// Reads go the ordinary way at once, without asking again (a refusal costs a round trip
+    /// in which no other request of ours moves).
     map_denied: [u32; 4],
     /// The registration the peer's granted mapped Write or Read goes into (comes out of), held
     /// until its DONE (target side).

@@ -2,9 +2,9 @@
 //!
 //! `netdirect::Buffer` allocates its larger buffers here. A registration over such memory can
 //! then be written by a same-host peer with one copy, straight into a mapping of the memfd
-//! (the `shm` provider's mapped RDMA Writes and Reads), instead of two copies through a ring. The memfd
-//! is sealed against shrinking and growing before anyone sees it, so no mapping of it can ever
-//! fault for want of pages behind it.
+//! (the `shm` provider's mapped RDMA Writes and Reads), instead of two copies through a ring.
+//! The memfd is sealed against shrinking and growing before anyone sees it, so no mapping of
+//! it can ever fault for want of pages behind it.
 //!
 //! This module and `netdirect::memory` are the SPI side's only raw memory code.
 
