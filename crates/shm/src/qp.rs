@@ -92,6 +92,9 @@ struct SendWr {
     /// An error found at post time: completes with this status in its turn and ends the
     /// connection (R-QP-6).
     error: Option<Status>,
+    /// A Send in more than one record (RTS, or chunks): its number among the messages we
+    /// started (`Inner::tx_msgs`), which an RNR record names.
+    msn: Option<u32>,
 }
 
 impl SendWr {
@@ -104,6 +107,7 @@ impl SendWr {
             inline: None,
             awaiting: false,
             error: None,
+            msn: None,
         }
     }
 }
@@ -207,6 +211,10 @@ struct Inner {
     reads_out: u32,
     /// The Write being pushed has its header record in the ring; its CHUNK records follow.
     tx_hdr: bool,
+    /// Messages whose first record we pushed, and messages of the peer we took (wrapping
+    /// counts): the peer's RNR record names the message it held by our count of it.
+    tx_msgs: u32,
+    rx_msgs: u32,
     /// What we owe the peer for its requests, in the order they came (ACK for an RTS message
     /// we pulled or a Write we placed, the response to a Read): it matches each answer to its
     /// oldest waiting request.
@@ -273,6 +281,8 @@ impl Inner {
             sq,
             tx_sent: 0,
             in_ring: 0,
+            tx_msgs: 0,
+            rx_msgs: 0,
             reads_out: 0,
             tx_hdr: false,
             answers: VecDeque::new(),
@@ -645,6 +655,7 @@ impl ShmQp {
             0
         };
         g.prod.push_inline(&tx, kind::MSG, f, src, 0, len);
+        g.tx_msgs = g.tx_msgs.wrapping_add(1);
         link.wake_peer();
         true
     }
@@ -922,6 +933,7 @@ impl ShmQp {
                 ord,
                 map_out,
                 map_denied,
+                tx_msgs,
                 ..
             } = &mut *g;
             // Requests go into the ring in post order while earlier ones wait for answers
@@ -954,6 +966,8 @@ impl ShmQp {
             let mut violation = false;
             // Sent as an RTS record: the peer pulls it and ACKs.
             let mut rts = false;
+            // A Send of more than one record started: its message number (`SendWr::msn`).
+            let mut started = None;
             // Whether the request is now fully in the ring (or, for Bind and Invalidate, done).
             let done = match wr.op {
                 Op::Bind | Op::Invalidate => true,
@@ -1086,6 +1100,8 @@ impl ShmQp {
                         Ok(true) => {
                             let l = &Owned(&list[..n]);
                             prod.push_data(&tx, kind::RTS, sol, total as u32, l, 0, n);
+                            started = Some(*tx_msgs);
+                            *tx_msgs = tx_msgs.wrapping_add(1);
                             pushed = true;
                             rts = true;
                             true
@@ -1109,6 +1125,7 @@ impl ShmQp {
                     match prod.has_room(&tx, 0) {
                         Ok(true) => {
                             prod.push_inline(&tx, kind::MSG, sol, &src, 0, total as usize);
+                            *tx_msgs = tx_msgs.wrapping_add(1);
                             pushed = true;
                             true
                         }
@@ -1158,6 +1175,8 @@ impl ShmQp {
                     // WRITE record.
                     if *tx_sent == 0 && is_send {
                         f |= flag::FIRST;
+                        started = Some(*tx_msgs);
+                        *tx_msgs = tx_msgs.wrapping_add(1);
                     }
                     if *tx_sent + n == total {
                         f |= flag::LAST;
@@ -1172,6 +1191,9 @@ impl ShmQp {
                 return;
             }
             if !finished {
+                if let (Some(m), Some((w, _))) = (started, sq.get_mut(i)) {
+                    w.msn = Some(m);
+                }
                 break;
             }
             *tx_sent = 0;
@@ -1186,6 +1208,9 @@ impl ShmQp {
             };
             if let Some((wr, _)) = sq.get_mut(i) {
                 wr.awaiting = wait;
+                if started.is_some() {
+                    wr.msn = started;
+                }
             }
             if is_read {
                 *reads_out += 1;
@@ -1275,6 +1300,7 @@ impl ShmQp {
                         }
                         let solicited = r.flags & flag::SOLICITED != 0;
                         self.complete_recv(wr.context, Status::SUCCESS, r.len, solicited);
+                        g.rx_msgs = g.rx_msgs.wrapping_add(1);
                         continue;
                     }
                 }
@@ -1333,13 +1359,17 @@ impl ShmQp {
                     // a Send still in progress fails ND_IO_TIMEOUT; the rest is flushed.
                     g.cons.advance();
                     g.cons.release(&rx);
-                    // The held message is the oldest the peer has not answered: an RTS Send at
-                    // the front, or the Send being pushed when nothing waits before it.
+                    // The record names the message held (`total`: its number among ours). Only
+                    // if that is still ours to complete (an RTS Send at the front, or the Send
+                    // being pushed when nothing waits before it) does it fail; a message whose
+                    // bytes were all in the ring completed already, and what follows it is
+                    // flushed.
+                    let held =
+                        g.sq.front()
+                            .is_some_and(|(wr, _)| wr.op == Op::Send && wr.msn == Some(r.total));
                     let rts = matches!(self.awaited(g), Some(Op::Send));
-                    let pushing = g.in_ring == 0
-                        && g.tx_sent > 0
-                        && g.sq.front().is_some_and(|(wr, _)| wr.op == Op::Send);
-                    if rts || pushing {
+                    let pushing = g.in_ring == 0 && g.tx_sent > 0;
+                    if held && (rts || pushing) {
                         let wr = g.sq.pop().expect("present");
                         g.in_ring = g.in_ring.saturating_sub(1);
                         self.complete_wr(&wr, Status::IO_TIMEOUT);
@@ -1470,6 +1500,7 @@ impl ShmQp {
                     solicited: r.flags & flag::SOLICITED != 0,
                     sink: Sink::Recv,
                 });
+                g.rx_msgs = g.rx_msgs.wrapping_add(1);
             }
             let Some(mut m) = g.rx_msg else {
                 return self.violation(g);
@@ -1791,16 +1822,16 @@ impl ShmQp {
     /// outstanding requests are flushed with `ND_CANCELED` (R-QP-6). Not one byte was placed
     /// or read.
     fn refuse(&self, g: &mut Inner, link: &Link) {
-        self.last_word(g, link, kind::TERM);
+        self.last_word(g, link, kind::TERM, 0);
     }
 
     /// Push the answers still owed for the peer's earlier requests (they were served), then
     /// the record `kind` that ends the connection, and close. When our ring has no room for
     /// all of it the peer sees only the end (its requests complete `ND_CANCELED`).
-    fn last_word(&self, g: &mut Inner, link: &Link, kind: u8) {
+    fn last_word(&self, g: &mut Inner, link: &Link, kind: u8, total: u32) {
         let tx = link.tx();
         if self.push_answers(g, &tx) == Ok(true) && g.prod.has_room(&tx, 0) == Ok(true) {
-            g.prod.push_inline(&tx, kind, 0, &Owned(&[]), 0, 0);
+            g.prod.push_header(&tx, kind, 0, total, &Owned(&[]), 0, 0);
         }
         link.wake_peer();
         self.close(g, Status::CONNECTION_REFUSED);
@@ -1848,6 +1879,7 @@ impl ShmQp {
         g.cons.advance();
         // A Receive came: the receiver-not-ready clock of the held message stops (R-QP-7).
         link.rnr_deadline.store(0, Ordering::Relaxed);
+        g.rx_msgs = g.rx_msgs.wrapping_add(1);
         g.answers.push_back(Answer::Ack);
         self.complete_recv(
             wr.context,
@@ -1918,7 +1950,9 @@ impl ShmQp {
     /// `ND_IO_TIMEOUT`) and end the connection. No completion is reported here for it, and an
     /// SRQ keeps its Receives.
     fn give_up(&self, g: &mut Inner, link: &Link) {
-        self.last_word(g, link, kind::RNR);
+        // The record names the message held: the one after those we took.
+        let held = g.rx_msgs;
+        self.last_word(g, link, kind::RNR, held);
     }
 
     /// Garbage in the ring: terminate the connection.

@@ -84,8 +84,9 @@ pub(crate) mod kind {
     /// that request completes `ND_ACCESS_VIOLATION` and the connection ends.
     pub(crate) const TERM: u8 = 10;
     /// The receiver held the sender's oldest unreceived message longer than its
-    /// receiver-not-ready bound without a Receive (R-QP-7): the Send fails `ND_IO_TIMEOUT` and
-    /// the connection ends.
+    /// receiver-not-ready bound without a Receive (R-QP-7): that Send fails `ND_IO_TIMEOUT`
+    /// (if it has not completed yet) and the connection ends. `total` names the message: the
+    /// count of the sender's messages the receiver took before it (wrapping).
     pub(crate) const RNR: u8 = 11;
     /// A mapped RDMA Write, asked for: the inline bytes are its descriptor (`len` 16), `total`
     /// its length. The target answers GRANT; the initiator sends nothing else until it has
