@@ -446,3 +446,21 @@ fn deregister_waits_for_queued_receives_and_no_longer() {
         wait_ok(&dereg, "Deregister once no request uses the region")
     });
 }
+
+/// A Receive whose segment fails its check completes ND_ACCESS_VIOLATION and ends the
+/// connection (R-QP-6); the Receive posted before it is flushed first, so the completions keep
+/// the order the Receives were posted in.
+#[test]
+fn a_refused_receive_completes_after_the_ones_before_it() {
+    each("refused-receive-order", |p, ip| {
+        let (_a, server, _client, _listener) = default_pair(p, ip)?;
+        server.recv(1, &[0..64]).ctx("Receive 1")?;
+        let mut bad = server.sges(&[64..128]);
+        bad[0].memory_region_token ^= 0x5A5A_0000;
+        // SAFETY: the segment names memory of `buf` (under a wrong token): nothing is written.
+        unsafe { server.qp.receive(2, &bad) }.ctx("Receive 2")?;
+        let r = next_results(&server.rcq, 2, "both Receives")?;
+        Expect::recv(Status::CANCELED, 1, server.qp_context, None).check(&r[0], "Receive 1")?;
+        Expect::recv(Status::ACCESS_VIOLATION, 2, server.qp_context, None).check(&r[1], "Receive 2")
+    });
+}

@@ -513,9 +513,10 @@ impl ShmQp {
         let wr = RecvWr { context, total };
         let queued = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
         if queued.is_err() {
-            // An error completion moves the queue pair to the error state (R-QP-6).
-            self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
+            // An error completion moves the queue pair to the error state (R-QP-6). The
+            // Receives posted before it are flushed first: completions keep posting order.
             self.close(&mut g, Status::CONNECTION_REFUSED);
+            self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
             return Ok(());
         }
         // A message may be waiting for this buffer.

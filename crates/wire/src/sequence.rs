@@ -157,6 +157,23 @@ impl RxSequencer {
             .ok()
             .filter(|&q| q < QUEUES)
             .ok_or(TermError::DdpUntaggedInvalidQn)?;
+        // A Terminate may cut into a partial message of another queue: the sender stops its
+        // output at a segment boundary and sends it last (RFC 5040 §5.6.1).
+        // It is checked on its own queue and leaves the partial message as it is.
+        if h.qn == QN_TERMINATE && h.last && self.untagged.is_some_and(|p| p.qn != h.qn) {
+            if h.msn != self.expected[q] {
+                return Err(TermError::DdpUntaggedInvalidMsnRange);
+            }
+            if h.mo != 0 {
+                return Err(TermError::DdpUntaggedInvalidMo);
+            }
+            self.expected[q] = self.expected[q].wrapping_add(1);
+            return Ok(SegmentPosition {
+                first: true,
+                last: true,
+                offset: 0,
+            });
+        }
         let first = match self.untagged {
             Some(p) if p.qn == h.qn && p.msn == h.msn => {
                 // RFC 5041 §5.3: MO = bytes already received of this message.
@@ -267,6 +284,26 @@ mod tests {
         assert!(!p.first && p.last && p.offset == 1482);
         assert_eq!(rx.expected_msn(QN_SEND), Some(2));
         assert!(!rx.in_message());
+    }
+
+    /// A Terminate cuts into a Send that is partly received (the sender stopped at a segment
+    /// boundary): accepted on its own queue; a second one, or another Send, is not.
+    #[test]
+    fn a_terminate_may_cut_into_a_partial_send() {
+        let mut rx = RxSequencer::new();
+        rx.check(&send(1, 0, false), 1000).unwrap();
+        let p = rx.check(&DdpHeader::terminate(), 28).unwrap();
+        assert!(p.first && p.last);
+        assert_eq!(rx.expected_msn(QN_TERMINATE), Some(2));
+        assert!(rx.in_message(), "the Send stays partial");
+        assert_eq!(
+            rx.check(&DdpHeader::terminate(), 28),
+            Err(TermError::DdpUntaggedInvalidMsnRange)
+        );
+        assert_eq!(
+            rx.check(&send(2, 0, true), 1),
+            Err(TermError::DdpUntaggedInvalidMsnRange)
+        );
     }
 
     #[test]

@@ -497,9 +497,10 @@ impl TcpQp {
         let wr = RecvWr { context, total };
         let checked = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
         if checked.is_err() {
-            // An error completion moves the queue pair to the error state (R-QP-6).
-            self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
+            // An error completion moves the queue pair to the error state (R-QP-6). The
+            // Receives posted before it are flushed first: completions keep posting order.
             self.end(&mut g, local_catastrophic(), Status::CONNECTION_REFUSED);
+            self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
             return Ok(());
         }
         // A Send may be waiting for this buffer.
@@ -1013,7 +1014,10 @@ impl TcpQp {
         self.attach_socket(&mut g, sock, neg, &[], ird, ord)?;
         g.conn = Conn::AwaitRtr;
         g.accept = Some(accept);
-        self.progress_rx(&mut g);
+        // The whole drive: the RTR, and a Read Request behind it, may be in the socket
+        // already; what they make us send (a Read Response) goes out now, not at a later poll
+        // that a blocking application may never make.
+        self.progress_locked(&mut g);
         Ok(())
     }
 

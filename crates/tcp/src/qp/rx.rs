@@ -177,6 +177,10 @@ impl TcpQp {
                 return;
             }
             g.rx.stall_since = None;
+            // Whatever arrived while the Send was held raised its edge then, and the edge
+            // was spent on the stall: the socket must be read again, whatever the last
+            // `recv` said.
+            g.rx.drained = false;
             if let Some(s) = &g.sock {
                 s.set_wants_read(true);
             }
