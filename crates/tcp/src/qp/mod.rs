@@ -180,8 +180,8 @@ pub(crate) struct OutRead {
 pub(crate) struct InRead {
     /// Keeps the source registration (and owned memory) alive until the Response is sent.
     _src: Option<Arc<Registration>>,
-    /// It holds the probe slot rather than an IRD slot.
-    probe_slot: bool,
+    /// A zero-length Read: the peer's probe may be any of those queued.
+    zero: bool,
 }
 
 /// One-sided state of a connection (RFC 5040 §5.4, §6.1).
@@ -207,8 +207,8 @@ pub(crate) struct Rdma {
     pub(crate) write_proof: u64,
     /// Inbound Read Requests whose Response is queued, oldest first.
     pub(crate) irq: VecDeque<InRead>,
-    /// One of them holds the probe slot.
-    pub(crate) irq_probe: bool,
+    /// How many of them are zero-length.
+    pub(crate) irq_zero: usize,
 }
 
 impl Rdma {
@@ -218,6 +218,17 @@ impl Rdma {
             irq: VecDeque::with_capacity(n),
             ..Self::default()
         }
+    }
+
+    /// Whether one more inbound Read Request of `size` bytes is within our IRD (RFC 5040
+    /// §5.4). With the Write completion probe negotiated, the peer may have one zero-length
+    /// probe in flight beyond its application Reads (at most the IRD): so `ird + 1` requests
+    /// may be queued as long as one of them is zero-length. Which zero-length one is the
+    /// probe cannot be told (an application may Read zero bytes too), so any may be.
+    pub(crate) fn admits(&self, size: u32) -> bool {
+        let queued = self.irq.len();
+        let ird = self.ird as usize;
+        queued < ird || (self.probe && queued == ird && (size == 0 || self.irq_zero > 0))
     }
 }
 
@@ -780,9 +791,7 @@ impl TcpQp {
                 g.sent += w.done;
                 for _ in 0..w.responses {
                     if let Some(r) = g.rdma.irq.pop_front() {
-                        if r.probe_slot {
-                            g.rdma.irq_probe = false;
-                        }
+                        g.rdma.irq_zero -= usize::from(r.zero);
                     }
                 }
             }
@@ -881,7 +890,7 @@ impl TcpQp {
         let r = &mut g.rdma;
         r.orq.clear();
         r.irq.clear();
-        r.irq_probe = false;
+        r.irq_zero = 0;
         r.app_reads = 0;
         r.probe_out = false;
         // A window is usable through its queue pair only: with the connection gone it is
@@ -1364,5 +1373,41 @@ impl Drop for TcpQp {
         // Read what the peer sent and nobody will: closing a socket with unread data sends an
         // RST, which can destroy our Terminate or FIN before the peer reads it.
         self.discard_input(&mut g);
+    }
+}
+
+#[cfg(test)]
+mod ird_tests {
+    use super::*;
+
+    fn rdma(ird: u32, probe: bool, queued: &[u32]) -> Rdma {
+        let mut r = Rdma {
+            ird,
+            probe,
+            ..Rdma::default()
+        };
+        for &size in queued {
+            r.irq.push_back(InRead {
+                _src: None,
+                zero: size == 0,
+            });
+            r.irq_zero += usize::from(size == 0);
+        }
+        r
+    }
+
+    /// With IRD 1 and the probe on, the peer may have one application Read and the probe in
+    /// flight, and any queued zero-length Read may be the probe: after an application's
+    /// zero-length Read was answered, the probe still queued does not take the IRD slot from
+    /// the next application Read.
+    #[test]
+    fn the_probe_may_be_any_zero_length_read() {
+        assert!(rdma(1, true, &[]).admits(100));
+        assert!(rdma(1, true, &[0]).admits(0), "a zero-length Read and the probe");
+        assert!(rdma(1, true, &[0]).admits(100), "the probe queued, then a Read");
+        assert!(rdma(1, true, &[100]).admits(0), "a Read, then the probe");
+        assert!(!rdma(1, true, &[100]).admits(100), "two Reads beyond IRD 1");
+        assert!(!rdma(1, true, &[0, 100]).admits(0), "beyond IRD + 1");
+        assert!(!rdma(1, false, &[0]).admits(0), "no probe negotiated");
     }
 }

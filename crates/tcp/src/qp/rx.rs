@@ -519,12 +519,9 @@ impl TcpQp {
             self.terminate(g, h.terminate_for(TermError::DdpUntaggedMessageTooLong));
             return Next::Stop;
         };
-        let r = &g.rdma;
-        // With the probe negotiated, one zero-length Read beyond the IRD is allowed; a
-        // zero-length Read takes that slot first (module docs of `qp`).
-        let probe_slot = r.probe && rr.size == 0 && !r.irq_probe;
-        let queued = r.irq.len() - usize::from(r.irq_probe);
-        if !probe_slot && queued >= r.ird as usize {
+        // With the probe negotiated, one zero-length Read beyond the IRD is allowed (module
+        // docs of `qp`, `Rdma::admits`).
+        if !g.rdma.admits(rr.size) {
             // More Read Requests than our IRD: QN 1 has no buffer for it (RFC 5040 §5.4,
             // RFC 5041 §7.2: 0x1/0x2/0x02; iwarp-wire.md §4.4).
             self.terminate(g, h.terminate_for(TermError::DdpUntaggedNoBuffer));
@@ -542,11 +539,9 @@ impl TcpQp {
         } else if !g.tx.has_output() {
             g.lazy = true;
         }
-        g.rdma.irq.push_back(InRead {
-            _src: src,
-            probe_slot,
-        });
-        g.rdma.irq_probe |= probe_slot;
+        let zero = rr.size == 0;
+        g.rdma.irq.push_back(InRead { _src: src, zero });
+        g.rdma.irq_zero += usize::from(zero);
         g.tx.encode_read_response(rr.sink_stag, rr.sink_to, rr.src_to, rr.size, g.crc);
         g.rx.dest = Dest::Discard;
         Next::Continue
