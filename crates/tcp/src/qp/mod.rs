@@ -1403,8 +1403,14 @@ mod ird_tests {
     #[test]
     fn the_probe_may_be_any_zero_length_read() {
         assert!(rdma(1, true, &[]).admits(100));
-        assert!(rdma(1, true, &[0]).admits(0), "a zero-length Read and the probe");
-        assert!(rdma(1, true, &[0]).admits(100), "the probe queued, then a Read");
+        assert!(
+            rdma(1, true, &[0]).admits(0),
+            "a zero-length Read and the probe"
+        );
+        assert!(
+            rdma(1, true, &[0]).admits(100),
+            "the probe queued, then a Read"
+        );
         assert!(rdma(1, true, &[100]).admits(0), "a Read, then the probe");
         assert!(!rdma(1, true, &[100]).admits(100), "two Reads beyond IRD 1");
         assert!(!rdma(1, true, &[0, 100]).admits(0), "beyond IRD + 1");
