@@ -230,6 +230,12 @@ pub(crate) fn probe(pid: i32, addr: u64, expect: u64) -> bool {
     n == 8 && word == expect
 }
 
+/// Whether bytes `off..off + len` lie inside the mapping `m` (overflow caught).
+fn inside(m: &netdirect_spi::kit::shared_mem::SharedMemory, off: u64, len: usize) -> bool {
+    off.checked_add(len as u64)
+        .is_some_and(|end| end <= m.len() as u64)
+}
+
 /// Copy `len` bytes of `src` (from message offset 0) to offset `off` of `dst`, a peer's
 /// shared memory mapped here (a mapped RDMA Write); `false`, copying nothing, if that range
 /// leaves the mapping.
@@ -239,10 +245,7 @@ pub(crate) fn copy_into<G: Gather>(
     src: &G,
     len: usize,
 ) -> bool {
-    let fits = off
-        .checked_add(len as u64)
-        .is_some_and(|end| end <= dst.len() as u64);
-    if !fits {
+    if !inside(dst, off, len) {
         return false;
     }
     let mut at = off as usize;
@@ -267,10 +270,7 @@ pub(crate) fn copy_out<S: Scatter>(
     dst: &mut S,
     len: usize,
 ) -> bool {
-    let fits = off
-        .checked_add(len as u64)
-        .is_some_and(|end| end <= src.len() as u64);
-    if !fits {
+    if !inside(src, off, len) {
         return false;
     }
     let mut at = off as usize;

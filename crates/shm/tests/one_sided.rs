@@ -47,24 +47,38 @@ fn pair(buf: usize) -> (End, End) {
     (c, s)
 }
 
-/// A region over memory that is not shared-mappable (heap memory, registered raw).
-///
-/// # Safety
-/// `mem` must stay valid for `len` bytes until the region is dropped, and be left alone while
-/// requests use it.
-unsafe fn raw_region(
-    e: &End,
-    mem: *mut u8,
-    len: usize,
-    flags: netdirect::MrFlags,
-) -> netdirect::MemoryRegion {
-    let mr = e.adapter.create_memory_region().expect("mr");
-    // SAFETY: the caller's promise.
-    unsafe { mr.register(mem, len, flags) }
-        .expect("register")
-        .wait()
-        .expect("register");
-    mr
+/// Heap memory registered raw (not shared-mappable), owned with its region: the region is
+/// dropped first (field order), so the memory outlives it.
+struct HeapRegion {
+    mr: netdirect::MemoryRegion,
+    mem: Box<[u8]>,
+}
+
+impl HeapRegion {
+    fn new(e: &End, bytes: Vec<u8>, flags: netdirect::MrFlags) -> Self {
+        let mut mem = bytes.into_boxed_slice();
+        let mr = e.adapter.create_memory_region().expect("mr");
+        // SAFETY: `mem` is owned by the value the region goes into and dropped after it; the
+        // tests read it (`bytes`) only when no request uses it.
+        unsafe { mr.register(mem.as_mut_ptr(), mem.len(), flags) }
+            .expect("register")
+            .wait()
+            .expect("register");
+        Self { mr, mem }
+    }
+
+    fn token(&self) -> u32 {
+        self.mr.get_remote_token()
+    }
+
+    fn addr(&self) -> u64 {
+        self.mem.as_ptr() as u64
+    }
+
+    /// The bytes, once no request writes them.
+    fn bytes(&self) -> &[u8] {
+        &self.mem
+    }
 }
 
 /// Poll both ends until the initiator `c` has a completion; the target must report none.
@@ -372,34 +386,24 @@ fn large_writes_into_shared_memory_go_through_one_mapping() {
 
     // Heap memory registered raw: the target cannot grant a mapping; the Write still lands.
     let (c, s) = pair(1 << 20);
-    let mut heap = vec![0u8; 1 << 20];
-    // SAFETY: `heap` outlives the region (dropped after it, at the end of the test) and is read
-    // only after the Write completed.
-    let mr = unsafe {
-        raw_region(
-            &s,
-            heap.as_mut_ptr(),
-            heap.len(),
-            netdirect::MrFlags::ALLOW_REMOTE_WRITE,
-        )
-    };
+    let heap = HeapRegion::new(&s, vec![0; 1 << 20], netdirect::MrFlags::ALLOW_REMOTE_WRITE);
     // The second Write to the same region does not ask again (the refusal is remembered).
     for k in [5u64, 6] {
         let data = message(k, 256 << 10);
         c.fill(0, &data);
         let sge = c.buf.sge(0..data.len(), c.token());
         let at = k as usize;
-        let addr = heap.as_ptr() as u64 + k;
+        let addr = heap.addr() + k;
         // SAFETY: as above.
-        unsafe {
-            c.qp.write(k, &[sge], addr, mr.get_remote_token(), OpFlags::empty())
-        }
-        .expect("post Write");
+        unsafe { c.qp.write(k, &[sge], addr, heap.token(), OpFlags::empty()) }.expect("post Write");
         let r = drive(&c, &s);
         assert_eq!(r.status, Status::SUCCESS, "Write {k} into heap memory");
-        assert_eq!(&heap[at..at + data.len()], &data[..], "Write {k} placed");
+        assert_eq!(
+            &heap.bytes()[at..at + data.len()],
+            &data[..],
+            "Write {k} placed"
+        );
     }
-    drop(mr);
 }
 
 /// A large Read from shared memory is copied once, by the initiator, out of a mapping of the
@@ -476,34 +480,25 @@ fn large_reads_from_shared_memory_go_through_one_mapping() {
     // Heap memory registered raw: no mapping can be granted; the Reads are still served, and
     // the second one does not ask again.
     let (c, s) = pair(1 << 20);
-    let heap = message(6, 512 << 10);
-    // SAFETY: `heap` outlives the region (dropped after it) and is only read by the peer.
-    let mr = unsafe {
-        raw_region(
-            &s,
-            heap.as_ptr().cast_mut(),
-            heap.len(),
-            netdirect::MrFlags::ALLOW_REMOTE_READ,
-        )
-    };
+    let heap = HeapRegion::new(
+        &s,
+        message(6, 512 << 10),
+        netdirect::MrFlags::ALLOW_REMOTE_READ,
+    );
     for k in [6u64, 7] {
         let len = 256 << 10;
         let sge = c.buf.sge(0..len, c.token());
-        let addr = heap.as_ptr() as u64 + k;
+        let addr = heap.addr() + k;
         // SAFETY: as above.
-        unsafe {
-            c.qp.read(k, &[sge], addr, mr.get_remote_token(), OpFlags::empty())
-        }
-        .expect("post Read");
+        unsafe { c.qp.read(k, &[sge], addr, heap.token(), OpFlags::empty()) }.expect("post Read");
         let r = drive(&c, &s);
         assert_eq!(r.status, Status::SUCCESS, "Read {k} from heap memory");
         assert_eq!(
             c.read(0, len),
-            &heap[k as usize..k as usize + len],
+            &heap.bytes()[k as usize..k as usize + len],
             "Read {k}"
         );
     }
-    drop(mr);
 }
 
 /// Answers owed to the peer's requests (here two Read responses, one inline, one in chunks)
@@ -630,27 +625,12 @@ fn a_small_send_or_write_waits_for_a_read_response_half_in_the_ring() {
 fn small_request_behind_a_read_response(write: bool) {
     let (c, s) = pair(2 << 20);
     let len = 1 << 20;
-    let heap = message(5, len);
-    // SAFETY: `heap` outlives the region (dropped after it) and is only read by the peer.
-    let mr = unsafe {
-        raw_region(
-            &s,
-            heap.as_ptr().cast_mut(),
-            len,
-            netdirect::MrFlags::ALLOW_REMOTE_READ,
-        )
-    };
+    let heap = HeapRegion::new(&s, message(5, len), netdirect::MrFlags::ALLOW_REMOTE_READ);
     c.recv(2, len + 4096, 64);
     let sge = c.buf.sge(0..len, c.token());
     // SAFETY: the sink is read only after the Read completes.
     unsafe {
-        c.qp.read(
-            1,
-            &[sge],
-            heap.as_ptr() as u64,
-            mr.get_remote_token(),
-            OpFlags::empty(),
-        )
+        c.qp.read(1, &[sge], heap.addr(), heap.token(), OpFlags::empty())
     }
     .expect("post Read");
     // The Read asks for a mapping (MAPR), is refused (heap memory), goes as READ, and the
@@ -692,13 +672,12 @@ fn small_request_behind_a_read_response(write: bool) {
         expect.insert(1, (2, Status::SUCCESS));
     }
     assert_eq!(got, expect, "write {write}");
-    assert_eq!(c.read(0, len), heap, "the Read");
+    assert_eq!(c.read(0, len), heap.bytes(), "the Read");
     assert_eq!(
         c.read(len + 4096, 8),
         message(6, 8),
         "write {write}: placed"
     );
-    drop(mr);
 }
 
 /// Posting the Receive a held message waited for also sends what the records behind it owe
@@ -747,18 +726,8 @@ fn a_late_receive_sends_the_answers_it_frees() {
 #[test]
 fn a_write_refused_while_it_is_pushed_is_an_access_violation() {
     let (c, s) = pair(2 << 20);
-    let mut heap = vec![0u8; 1 << 20];
-    // SAFETY: `heap` outlives the region (dropped after it) and is read after the Writes.
-    let mr = unsafe {
-        raw_region(
-            &s,
-            heap.as_mut_ptr(),
-            heap.len(),
-            netdirect::MrFlags::ALLOW_REMOTE_WRITE,
-        )
-    };
-    let token = mr.get_remote_token();
-    let base = heap.as_ptr() as u64;
+    let heap = HeapRegion::new(&s, vec![0; 1 << 20], netdirect::MrFlags::ALLOW_REMOTE_WRITE);
+    let (token, base) = (heap.token(), heap.addr());
     c.fill(0, &message(3, 1 << 20));
     // First a Write that fits: its mapping is refused (heap), which the initiator remembers.
     let sge = c.buf.sge(0..(256 << 10), c.token());
@@ -773,5 +742,4 @@ fn a_write_refused_while_it_is_pushed_is_an_access_violation() {
     unsafe { c.qp.write(2, &[sge], base + 4096, token, OpFlags::empty()) }.expect("post Write");
     let r = drive(&c, &s);
     assert_eq!((r.request_context, r.status), (2, Status::ACCESS_VIOLATION));
-    drop(mr);
 }
