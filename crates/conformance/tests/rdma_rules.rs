@@ -400,3 +400,62 @@ fn a_released_window_is_unbound() {
         Ok(())
     });
 }
+
+/// Two Writes to the same address, back to back: a small one the target places, then one too
+/// large for the window it goes through. The Terminate names the large one only (its first
+/// segment, which carries the same STag and TO as the small one's), so the small Write
+/// completes, the large one fails ND_ACCESS_VIOLATION (D6) and what follows is flushed.
+/// A first Write elsewhere goes ahead of both: over `tcp` its completion probe is still in
+/// flight when the two follow, so nothing but the Terminate tells them apart.
+#[test]
+fn a_refused_write_is_told_from_an_earlier_one_to_the_same_address() {
+    each("rdma-refused-write-same-address", |p, ip| {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let server = Side::on(&a, SideConfig::default())?;
+        let client = Side::on(
+            &a,
+            SideConfig {
+                buf_len: 256 * 1024,
+                ..SideConfig::default()
+            },
+        )?;
+        let _listener = connect_pair(&server, &client, ip)?;
+        let region = server.register_again(MrFlags::ALLOW_LOCAL_WRITE)?;
+        let w = a.create_memory_window().ctx("CreateMemoryWindow")?;
+        bind_first_page(&server, &region, &w, 1)?;
+        let (addr, token) = (server.addr(0), w.get_remote_token());
+        // SAFETY: nothing is posted on the client yet.
+        unsafe { client.write(&[0..8], b"placed!!") };
+        let q = client.qp_context;
+        client
+            .rdma_write(0, &[0..8], addr + 64, token, OpFlags::empty())
+            .ctx("first Write")?;
+        client
+            .rdma_write(1, &[0..8], addr, token, OpFlags::empty())
+            .ctx("small Write")?;
+        // 200 KiB through a 4 KiB window: more than one segment on any transport.
+        client
+            .rdma_write(2, &[0..200 * 1024], addr, token, OpFlags::empty())
+            .ctx("large Write")?;
+        client.send(3, &[0..8], OpFlags::empty()).ctx("Send")?;
+        let r = next_results(&client.scq, 4, "the client's requests")?;
+        let want = [
+            done(RequestType::Write, Status::SUCCESS, 0, q),
+            done(RequestType::Write, Status::SUCCESS, 1, q),
+            done(RequestType::Write, Status::ACCESS_VIOLATION, 2, q),
+            Expect::send(Status::CANCELED, 3, q),
+        ];
+        for (i, (got, want)) in r.iter().zip(&want).enumerate() {
+            want.check(got, &format!("completion {i}"))?;
+        }
+        // SAFETY: the connection is gone; nothing writes the server's buffer.
+        let got = unsafe { server.read(&[0..8, 64..72], 16) };
+        ensure!(
+            got == b"placed!!placed!!",
+            "the small Writes were not placed: {got:?}"
+        );
+        Ok(())
+    });
+}

@@ -647,6 +647,11 @@ impl TcpQp {
     /// That request completes with `ND_ACCESS_VIOLATION` for a protection error (D6), else
     /// `ND_REMOTE_ERROR` (a Send: `STATUS_DATA_ERROR`, D5); the ones before it were processed
     /// by the target and complete as they are; the rest are flushed `ND_CANCELED`.
+    ///
+    /// Tagged segments carry no message number, so Writes to overlapping target ranges can
+    /// all contain the refused TO. Among them the one whose own segmentation produced that
+    /// segment is named ([`write_fit`]); the earliest wins a tie, as the target refuses the
+    /// first bad segment it meets.
     fn attribute(&self, g: &mut Inner, t: &Terminate) {
         let Some(ddp) = t.ddp_header.and_then(|d| d.decode().ok()) else {
             return;
@@ -656,18 +661,24 @@ impl TcpQp {
         } else {
             Status::REMOTE_ERROR
         };
+        let seg_payload = g.tx.write_segment_payload();
+        // The best-fitting Write so far: (queue index, fit).
+        let mut write: Option<(usize, Fit)> = None;
         // Every request on the wire: the encoded ones, and a Read partly issued (ORD).
         for i in 0..g.sq.len() {
             let Some((wr, _)) = g.sq.get(i) else { break };
             let on_wire = i < g.encoded;
             let hit = match (ddp, wr.kind) {
                 (DdpHeader::Tagged(th), TxKind::Write { stag, to }) => {
-                    on_wire
-                        && th.opcode == Opcode::Write
-                        && th.stag == stag
-                        && th.to.wrapping_sub(to) < wr.total.max(1)
-                        // A Write a Read Response already proved is not the culprit.
-                        && !(g.rdma.probe && g.rdma.answered >= wr.proof)
+                    // A Write a Read Response already proved is not the culprit.
+                    let proven = g.rdma.probe && g.rdma.answered >= wr.proof;
+                    if on_wire && !proven && th.opcode == Opcode::Write && th.stag == stag {
+                        let fit = write_fit(&th, t.ddp_seg_len, to, wr.total, seg_payload);
+                        if fit > write.map_or(Fit::None, |(_, f)| f) {
+                            write = Some((i, fit));
+                        }
+                    }
+                    false
                 }
                 (DdpHeader::Untagged(u), TxKind::Read { .. }) => {
                     u.qn == QN_READ_REQUEST
@@ -691,6 +702,50 @@ impl TcpQp {
                 return;
             }
         }
+        if let Some((i, _)) = write {
+            g.failed = Some((g.front_seq + i as u64, status));
+        }
+    }
+}
+
+/// How well a refused tagged segment fits one of our Writes (to `to`, `total` bytes, cut
+/// into segments of `seg_payload` bytes by `Tx::encode_message`). Ordered: a better fit
+/// names the Write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Fit {
+    /// The TO is not inside the Write.
+    None,
+    /// The TO is inside the Write, but the Write has no segment there with that L bit: the
+    /// peer reported a header of its own making (accepted when nothing fits better).
+    Inside,
+    /// One of the Write's segments starts at the TO, with the same L bit.
+    Segment,
+    /// That, and its length matches the Terminate's DDP Segment Length, read either way
+    /// peers fill it: the whole ULPDU (RFC 5040 §4.8) or only the payload (siw,
+    /// iwarp-wire.md §4.2).
+    Exact,
+}
+
+fn write_fit(
+    th: &TaggedHeader,
+    seg_len: Option<u16>,
+    to: u64,
+    total: u64,
+    seg_payload: u64,
+) -> Fit {
+    let off = th.to.wrapping_sub(to);
+    if off >= total.max(1) {
+        return Fit::None;
+    }
+    let payload = (total - off).min(seg_payload);
+    let last = off + payload >= total;
+    if seg_payload == 0 || off % seg_payload != 0 || th.last != last {
+        return Fit::Inside;
+    }
+    let tagged_hdr = netdirect_wire::ddp::TAGGED_LEN as u64;
+    match seg_len.map(u64::from) {
+        Some(l) if l == payload || l == payload + tagged_hdr => Fit::Exact,
+        _ => Fit::Segment,
     }
 }
 
@@ -724,6 +779,53 @@ fn is_rtr(h: &SegmentHeader) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tagged(to: u64, last: bool) -> TaggedHeader {
+        TaggedHeader {
+            last,
+            opcode: Opcode::Write,
+            stag: 7,
+            to,
+        }
+    }
+
+    /// Two Writes to the same address: 8 bytes, then 100 KiB (segments of 1000 bytes here).
+    /// The refused first segment of the large one (L clear) is not the small one's (L set).
+    #[test]
+    fn a_refused_segment_names_the_write_that_sent_it() {
+        let small = |th: &TaggedHeader, len| write_fit(th, len, 0x1000, 8, 1000);
+        let large = |th: &TaggedHeader, len| write_fit(th, len, 0x1000, 100 * 1024, 1000);
+        let first_of_large = tagged(0x1000, false);
+        assert_eq!(small(&first_of_large, None), Fit::Inside);
+        assert_eq!(large(&first_of_large, None), Fit::Segment);
+        // The small one's only segment.
+        let only = tagged(0x1000, true);
+        assert_eq!(small(&only, None), Fit::Segment);
+        assert_eq!(large(&only, None), Fit::Inside);
+        // A later segment of the large one is outside the small one.
+        assert_eq!(small(&tagged(0x1000 + 3000, false), None), Fit::None);
+        assert_eq!(large(&tagged(0x1000 + 3000, false), None), Fit::Segment);
+        // Not on a segment boundary.
+        assert_eq!(large(&tagged(0x1000 + 3001, false), None), Fit::Inside);
+        // The large one's last segment: 102400 = 102 * 1000 + 400.
+        let tail = tagged(0x1000 + 102_000, true);
+        assert_eq!(large(&tail, None), Fit::Segment);
+        assert_eq!(large(&tail, Some(400)), Fit::Exact);
+        assert_eq!(large(&tail, Some(400 + 14)), Fit::Exact);
+        assert_eq!(large(&tail, Some(1000)), Fit::Segment);
+        // Same TO and L, told apart only by the length: 8 bytes against 16.
+        let w16 = |th: &TaggedHeader, len| write_fit(th, len, 0x1000, 16, 1000);
+        assert_eq!(small(&only, Some(16)), Fit::Segment);
+        assert_eq!(w16(&only, Some(16)), Fit::Exact);
+        // A zero-length Write's one segment.
+        assert_eq!(write_fit(&only, Some(0), 0x1000, 0, 1000), Fit::Exact);
+        // TOs below the Write, and wrapping, fit nothing.
+        assert_eq!(small(&tagged(0xFFF, true), None), Fit::None);
+        assert_eq!(
+            write_fit(&tagged(3, true), None, u64::MAX - 4, 16, 1000),
+            Fit::Inside
+        );
+    }
 
     #[test]
     fn a_short_remainder_of_a_large_payload_comes_in_one_read() {

@@ -130,6 +130,12 @@ impl Tx {
         self.mulpdu = mulpdu;
     }
 
+    /// The payload of each full segment of an RDMA Write (`encode_message`'s segmentation):
+    /// a Write's segments start at its TO plus multiples of this.
+    pub(crate) fn write_segment_payload(&self) -> u64 {
+        fpdu::max_payload(self.mulpdu, TAGGED_LEN) as u64
+    }
+
     pub(crate) fn has_output(&self) -> bool {
         !self.chunks.is_empty()
     }
