@@ -241,6 +241,7 @@ impl Link {
         if self.peer_eof.load(Ordering::Acquire) {
             return true;
         }
+        self.take_back_memories();
         for _ in 0..max {
             match proto::recv(&self.sock) {
                 Recv::Msg(msg, fd) => self.on_message(msg, fd),

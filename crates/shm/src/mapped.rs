@@ -24,10 +24,12 @@
 //! into us needs as well (both check `PTRACE_MODE_ATTACH_REALCREDS`). The mapping gives such a peer nothing it did not have.
 //! Only the bytes are compared; a peer that cannot read us cannot produce them.
 
+use std::any::Any;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use netdirect_spi::kit::mr::Registration;
 use netdirect_spi::kit::shared_mem::SharedMemory;
 
 use crate::link::Link;
@@ -61,8 +63,9 @@ pub(crate) fn fresh_nonce() -> [u64; 2] {
 pub(crate) struct Maps {
     /// The peer's memories we mapped, by id.
     peer: Mutex<Vec<(u64, Arc<SharedMemory>)>>,
-    /// Ids of our memories whose memfd we sent.
-    sent: Mutex<Vec<u64>>,
+    /// Our memories whose memfd we sent, by id, each with a weak handle that dies with the
+    /// memory: then the peer is told to drop its mapping (`Msg::Unmap`).
+    sent: Mutex<Vec<(u64, Weak<dyn Any + Send + Sync>)>>,
     /// Whether we could read the peer's nonce (asked once).
     proved: OnceLock<bool>,
     /// A MAPW or MAPR of ours awaits its GRANT: only then is a MAP message taken (the
@@ -134,21 +137,44 @@ impl Link {
         p[0].load(Ordering::Acquire) == n[0] && p[1].load(Ordering::Acquire) == n[1]
     }
 
-    /// Target: make sure the peer has the descriptor of `m` (sent once, before the first
-    /// GRANT naming it). `false` if it cannot be sent (socket full, too many memories).
-    pub(crate) fn offer_memory(&self, m: &SharedMemory) -> bool {
+    /// Target: make sure the peer has the descriptor of `reg`'s shared memory `m` (sent
+    /// once, before the first GRANT naming it). `false` if it cannot be sent (socket full, too
+    /// many memories).
+    pub(crate) fn offer_memory(&self, reg: &Registration, m: &SharedMemory) -> bool {
         let mut sent = self.maps.sent.lock().unwrap_or_else(|e| e.into_inner());
-        if sent.contains(&m.id()) {
+        if sent.iter().any(|(id, _)| *id == m.id()) {
             return true;
         }
+        self.take_back(&mut sent);
+        let Some(owner) = reg.shared_memory_weak() else {
+            return false;
+        };
         if sent.len() >= MAX_MAPS {
             return false;
         }
         if proto::send(&self.sock, &Msg::Map { id: m.id() }, Some(m.fd())).is_err() {
             return false;
         }
-        sent.push(m.id());
+        sent.push((m.id(), owner));
         true
+    }
+
+    /// Target: tell the peer to drop its mappings of our memories that are gone (freed here:
+    /// only the peer's mapping still holds their pages). Called on every look at the socket
+    /// (a poller's periodic liveness check, a sleeper's wake-up) and before sending a memory.
+    pub(crate) fn take_back_memories(&self) {
+        let mut sent = self.maps.sent.lock().unwrap_or_else(|e| e.into_inner());
+        self.take_back(&mut sent);
+    }
+
+    fn take_back(&self, sent: &mut Vec<(u64, Weak<dyn Any + Send + Sync>)>) {
+        // A memory is gone only after its last registration, and so its last grant, is:
+        // no GRANT naming it is in the ring or will be.
+        sent.retain(|(id, owner)| {
+            // Kept while the message cannot be sent (socket full): tried again next time.
+            owner.strong_count() > 0
+                || proto::send(&self.sock, &Msg::Unmap { id: *id }, None).is_err()
+        });
     }
 
     /// Initiator: the peer's memory `id`, mapped (reading the MAP messages waiting on the
@@ -181,8 +207,14 @@ impl Link {
     }
 
     /// A control message from the peer: keep a MAP's memory (mapped) while we ask for a
-    /// mapping; ignore the rest (WAKE only wakes).
+    /// mapping, drop an UNMAP's; ignore the rest (WAKE only wakes).
     pub(crate) fn on_message(&self, msg: Option<Msg>, fd: Option<OwnedFd>) {
+        if let Some(Msg::Unmap { id }) = msg {
+            // A copy in progress holds its own reference: the mapping goes when it is done.
+            let mut peer = self.maps.peer.lock().unwrap_or_else(|e| e.into_inner());
+            peer.retain(|(i, _)| *i != id);
+            return;
+        }
         let (Some(Msg::Map { id }), Some(fd)) = (msg, fd) else {
             return;
         };

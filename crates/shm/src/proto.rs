@@ -19,6 +19,7 @@
 //! | REJECT | passive | private data | |
 //! | WAKE | either | (none): "something changed in the segment" | |
 //! | MAP | either | the id of a shared memory about to be granted (a mapped RDMA Write or Read) | its memfd |
+//! | UNMAP | either | the id of a shared memory sent by a MAP earlier and since freed: drop its mapping | |
 //!
 //! The connection's socket stays open as long as the connection: end-of-file on it means the
 //! peer disconnected or died (the kernel closes a killed process's descriptors), and it carries
@@ -102,6 +103,7 @@ pub(crate) enum Kind {
     Reject = 3,
     Wake = 4,
     Map = 5,
+    Unmap = 6,
 }
 
 /// A connection request.
@@ -135,6 +137,12 @@ pub(crate) enum Msg {
     /// The memfd attached is the shared memory with this id (`kit::shared_mem`): a GRANT
     /// naming it follows in the ring.
     Map {
+        id: u64,
+    },
+    /// The shared memory with this id, sent by a `Map` earlier, is gone on the sender's side
+    /// (its buffer was freed): no GRANT names it any more, so drop its mapping, which keeps
+    /// its pages alive.
+    Unmap {
         id: u64,
     },
 }
@@ -171,6 +179,7 @@ impl Msg {
             Self::Reject { .. } => Kind::Reject,
             Self::Wake => Kind::Wake,
             Self::Map { .. } => Kind::Map,
+            Self::Unmap { .. } => Kind::Unmap,
         };
         b.push(kind as u8);
         b.extend_from_slice(&[0, 0]);
@@ -198,7 +207,7 @@ impl Msg {
             }
             Self::Reject { private_data } => put_pd(&mut b, private_data),
             Self::Wake => {}
-            Self::Map { id } => b.extend_from_slice(&id.to_le_bytes()),
+            Self::Map { id } | Self::Unmap { id } => b.extend_from_slice(&id.to_le_bytes()),
         }
         b
     }
@@ -235,6 +244,7 @@ impl Msg {
             },
             4 => Self::Wake,
             5 => Self::Map { id: r.u64()? },
+            6 => Self::Unmap { id: r.u64()? },
             _ => return None,
         };
         r.0.is_empty().then_some(m)
@@ -386,6 +396,7 @@ mod tests {
             },
             Msg::Wake,
             Msg::Map { id: 7 },
+            Msg::Unmap { id: 7 },
         ] {
             assert_eq!(Msg::decode(&m.encode()), Some(m));
         }

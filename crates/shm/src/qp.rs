@@ -1664,7 +1664,7 @@ impl ShmQp {
                     .and_then(|r| {
                         let m = r.shared_memory()?;
                         let off = m.offset_of(d.addr, total)?;
-                        (total > 0 && link.peer_proved() && link.offer_memory(m))
+                        (total > 0 && link.peer_proved() && link.offer_memory(r, m))
                             .then(|| (m.id(), off))
                     });
                 match grant {

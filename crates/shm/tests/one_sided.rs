@@ -319,10 +319,14 @@ fn multi_sge_writes_and_reads() {
 /// How many times this process maps the memory behind `addr` (by the file's inode in
 /// `/proc/self/maps`; 0 for memory that is not a mapped file, such as the heap's).
 fn mappings_of(addr: *const u8) -> usize {
+    inode_at(addr).map_or(0, |ino| mappings_of_inode(&ino))
+}
+
+/// The inode of the file mapped at `addr`, if a file is.
+fn inode_at(addr: *const u8) -> Option<String> {
     let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
     let a = addr as u64;
-    let inode = |l: &str| l.split_whitespace().nth(4).unwrap_or("0").to_owned();
-    let Some(mine) = maps.lines().find(|l| {
+    let mine = maps.lines().find(|l| {
         let (lo, hi) = l
             .split_once(' ')
             .expect("range")
@@ -331,13 +335,21 @@ fn mappings_of(addr: *const u8) -> usize {
             .expect("range");
         let (lo, hi) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16));
         lo.is_ok_and(|lo| lo <= a) && hi.is_ok_and(|hi| a < hi)
-    }) else {
-        return 0;
-    };
-    let ino = inode(mine);
-    if ino == "0" {
-        return 0;
-    }
+    })?;
+    Some(inode(mine)).filter(|i| i != "0")
+}
+
+fn inode(maps_line: &str) -> String {
+    maps_line
+        .split_whitespace()
+        .nth(4)
+        .unwrap_or("0")
+        .to_owned()
+}
+
+/// How many mappings of the file with inode `ino` this process has.
+fn mappings_of_inode(ino: &str) -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
     maps.lines().filter(|l| inode(l) == ino).count()
 }
 
@@ -742,4 +754,87 @@ fn a_write_refused_while_it_is_pushed_is_an_access_violation() {
     unsafe { c.qp.write(2, &[sge], base + 4096, token, OpFlags::empty()) }.expect("post Write");
     let r = drive(&c, &s);
     assert_eq!((r.request_context, r.status), (2, Status::ACCESS_VIOLATION));
+}
+
+/// A buffer the target frees is taken back from the initiator: the initiator's mapping, made
+/// for a mapped Write into it, would otherwise keep its pages alive until the connection ends.
+/// The target's next look at its socket (a poller's periodic liveness check) tells the peer
+/// (UNMAP), whose next look drops the mapping.
+#[test]
+fn a_freed_buffer_is_unmapped_by_the_peer() {
+    let (c, s) = pair(1 << 20);
+    let buf = netdirect::Buffer::new(1 << 20).expect("buffer");
+    let mr = s.adapter.create_memory_region().expect("mr");
+    mr.register_buffer(&buf, netdirect::MrFlags::ALLOW_REMOTE_WRITE)
+        .expect("register")
+        .wait()
+        .expect("register");
+    let data = message(11, 256 << 10);
+    c.fill(0, &data);
+    let sge = c.buf.sge(0..data.len(), c.token());
+    // SAFETY: the source is left alone until the Write completes.
+    unsafe {
+        c.qp.write(
+            1,
+            &[sge],
+            buf.as_ptr() as u64,
+            mr.get_remote_token(),
+            OpFlags::empty(),
+        )
+    }
+    .expect("post Write");
+    assert_eq!(drive(&c, &s).status, Status::SUCCESS, "mapped Write");
+    let ino = inode_at(buf.as_ptr()).expect("a buffer is a mapped memfd");
+    assert_eq!(
+        mappings_of_inode(&ino),
+        2,
+        "mapped by the target and the initiator"
+    );
+    mr.deregister()
+        .expect("deregister")
+        .wait()
+        .expect("deregister");
+    drop(mr);
+    drop(buf);
+    assert_eq!(
+        mappings_of_inode(&ino),
+        1,
+        "the initiator's mapping is left"
+    );
+    let end = Instant::now() + DEADLINE;
+    let mut r = [NdResult::EMPTY];
+    while mappings_of_inode(&ino) > 0 {
+        for _ in 0..1000 {
+            assert_eq!(s.cq.get_results(&mut r), 0, "target completion {r:?}");
+            assert_eq!(c.cq.get_results(&mut r), 0, "initiator completion {r:?}");
+        }
+        assert!(
+            Instant::now() < end,
+            "the initiator still maps the freed buffer"
+        );
+    }
+    // The connection still works, and maps the next buffer as before.
+    let buf2 = netdirect::Buffer::new(1 << 20).expect("buffer");
+    let mr2 = s.adapter.create_memory_region().expect("mr");
+    mr2.register_buffer(&buf2, netdirect::MrFlags::ALLOW_REMOTE_WRITE)
+        .expect("register")
+        .wait()
+        .expect("register");
+    // SAFETY: as above.
+    unsafe {
+        c.qp.write(
+            2,
+            &[sge],
+            buf2.as_ptr() as u64,
+            mr2.get_remote_token(),
+            OpFlags::empty(),
+        )
+    }
+    .expect("post Write");
+    assert_eq!(drive(&c, &s).status, Status::SUCCESS, "second mapped Write");
+    assert_eq!(
+        mappings_of(buf2.as_ptr()),
+        2,
+        "the next buffer is mapped too"
+    );
 }

@@ -147,6 +147,19 @@ impl Registration {
         self._keepalive.as_deref()?.downcast_ref::<SharedMemory>()
     }
 
+    /// A weak handle on [`Registration::shared_memory`]'s memory: dead once the memory is
+    /// freed (its buffer dropped and every registration over it gone), so a provider that
+    /// lent the memory to a peer can tell when to take it back.
+    #[must_use]
+    pub fn shared_memory_weak(&self) -> Option<Weak<dyn Any + Send + Sync>> {
+        if let Some(p) = &self.parent {
+            return p.shared_memory_weak();
+        }
+        let k = self._keepalive.as_ref()?;
+        k.downcast_ref::<SharedMemory>()?;
+        Some(Arc::downgrade(k))
+    }
+
     /// Mark invalid: every later lookup or check fails.
     pub fn invalidate(&self) {
         self.valid.store(false, Ordering::Release);
