@@ -268,6 +268,14 @@ fn overrun(p: &Provider, fam: Family) -> Check {
         Status::BUFFER_OVERFLOW,
         "Resize below 2 queued",
     )?;
+    let max = s.info.max_completion_queue_depth;
+    for depth in [0, max + 1, u32::MAX] {
+        expect_status(
+            rcq.resize(depth),
+            Status::INVALID_PARAMETER,
+            &format!("Resize to {depth} (MaxCompletionQueueDepth {max})"),
+        )?;
+    }
     let mut one = [NdResult::EMPTY; 1];
     ensure_eq!(rcq.get_results(&mut one), 1, "one of the two");
     // One queued, depth 2: a full poll keeps the trigger of the second; arm ERRORS, which it

@@ -102,6 +102,14 @@ fn delivery_and_local_rules(p: &Provider, fam: Family) -> Check {
         "Modify to a depth below the Receives posted",
     )?;
     srq.modify(8, 0).ctx("Modify to a larger depth")?;
+    let max = server.info.max_shared_receive_queue_depth;
+    for depth in [max + 1, u32::MAX] {
+        expect_status(
+            srq.modify(depth, 0),
+            Status::INVALID_PARAMETER,
+            &format!("Modify to {depth}, above MaxSharedReceiveQueueDepth {max}"),
+        )?;
+    }
     srq_recv(&server, &srq, 104, &[20480..20480 + 2048]).ctx("Receive after growing")?;
     let (g, mask) = srq.get_notify_affinity().ctx("GetNotifyAffinity")?;
     ensure!(

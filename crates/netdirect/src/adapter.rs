@@ -98,6 +98,7 @@ impl Adapter {
         )?;
         Ok(CompletionQueue::from_spi(
             self.inner.create_completion_queue(depth, group, affinity)?,
+            self.info.max_completion_queue_depth,
         ))
     }
 
@@ -136,7 +137,10 @@ impl Adapter {
             group,
             affinity,
         )?;
-        Ok(SharedReceiveQueue::from_spi(s))
+        Ok(SharedReceiveQueue::from_spi(
+            s,
+            self.info.max_shared_receive_queue_depth,
+        ))
     }
 
     /// `CreateQueuePair`. Errors: receive CQ `_2`, initiator CQ `_3`, receive depth `_5`,

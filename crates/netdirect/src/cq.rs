@@ -11,6 +11,8 @@ use crate::{NdResult, NotifyType, Overlapped, Result, Sge};
 #[derive(Clone)]
 pub struct CompletionQueue {
     inner: Arc<dyn traits::CompletionQueue>,
+    /// The adapter's `MaxCompletionQueueDepth`, which `resize` may not exceed.
+    max_depth: u32,
 }
 
 impl fmt::Debug for CompletionQueue {
@@ -20,8 +22,8 @@ impl fmt::Debug for CompletionQueue {
 }
 
 impl CompletionQueue {
-    pub(crate) fn from_spi(inner: Arc<dyn traits::CompletionQueue>) -> Self {
-        Self { inner }
+    pub(crate) fn from_spi(inner: Arc<dyn traits::CompletionQueue>, max_depth: u32) -> Self {
+        Self { inner, max_depth }
     }
 
     /// The SPI object.
@@ -46,9 +48,10 @@ impl CompletionQueue {
         self.inner.notify(ty)
     }
 
-    /// `Resize`: `ND_BUFFER_OVERFLOW` (queue unchanged) if `depth` is below the queued count.
+    /// `Resize`: `ND_BUFFER_OVERFLOW` (queue unchanged) if `depth` is below the queued count;
+    /// `ND_INVALID_PARAMETER` for 0 or more than the adapter's `MaxCompletionQueueDepth`.
     pub fn resize(&self, depth: u32) -> Result<()> {
-        if depth == 0 {
+        if depth == 0 || depth > self.max_depth {
             return Err(crate::Error::new(crate::Status::INVALID_PARAMETER));
         }
         self.inner.resize(depth)
@@ -89,6 +92,8 @@ impl CompletionQueue {
 #[derive(Clone)]
 pub struct SharedReceiveQueue {
     inner: Arc<dyn traits::SharedReceiveQueue>,
+    /// The adapter's `MaxSharedReceiveQueueDepth`, which `modify` may not exceed.
+    max_depth: u32,
 }
 
 impl fmt::Debug for SharedReceiveQueue {
@@ -98,8 +103,8 @@ impl fmt::Debug for SharedReceiveQueue {
 }
 
 impl SharedReceiveQueue {
-    pub(crate) fn from_spi(inner: Arc<dyn traits::SharedReceiveQueue>) -> Self {
-        Self { inner }
+    pub(crate) fn from_spi(inner: Arc<dyn traits::SharedReceiveQueue>, max_depth: u32) -> Self {
+        Self { inner, max_depth }
     }
 
     /// The SPI object.
@@ -117,8 +122,13 @@ impl SharedReceiveQueue {
         unsafe { self.inner.receive(context, sge) }
     }
 
-    /// `Modify` (0 leaves a value unchanged).
+    /// `Modify` (0 leaves a value unchanged): `ND_BUFFER_OVERFLOW` (nothing changed) if
+    /// `depth` is below the number posted; `ND_INVALID_PARAMETER` above the adapter's
+    /// `MaxSharedReceiveQueueDepth`.
     pub fn modify(&self, depth: u32, notify_threshold: u32) -> Result<()> {
+        if depth > self.max_depth {
+            return Err(crate::Error::new(crate::Status::INVALID_PARAMETER));
+        }
         self.inner.modify(depth, notify_threshold)
     }
 

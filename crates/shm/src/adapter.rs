@@ -74,9 +74,15 @@ pub(crate) type ShmAdapter = Adapter<Shm>;
 /// configuration from the environment. ND_INSUFFICIENT_RESOURCES when the engine cannot start.
 pub(crate) fn open() -> Result<Arc<ShmAdapter>> {
     let engine = Engine::new().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+    let mrs = mr::Table::new();
+    // A small Send is copied out of memory the queue pair's cache vouches for without a
+    // reference (`ShmQp::cached_readable`), under the queue pair's lock: a Deregister waits
+    // for such copies by taking each connected queue pair's lock once.
+    let e = engine.clone();
+    mrs.set_copy_barrier(move || e.fence_queue_pairs());
     Ok(Adapter::new(Shared {
         engine,
-        mrs: mr::Table::new(),
+        mrs,
         info: adapter_info(),
         config: Config::from_env(),
     }))

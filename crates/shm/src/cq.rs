@@ -127,13 +127,20 @@ impl CompletionQueue for ShmCq {
             // below (thread-local set-up) runs only when a link has work.
             let m = self.wanting();
             if m == 0 {
+                self.core.short_poll();
                 return 0;
             }
             // What the drive completes here comes straight back (`CqCore::drive_collecting`).
             let n = self.core.drive_collecting(out, || self.drive_links(m));
-            if n > 0 || self.core.queued_hint() == 0 {
+            if n == out.len() {
                 return n;
             }
+            if self.core.queued_hint() == 0 {
+                self.core.short_poll();
+                return n;
+            }
+            // What it queued beyond that follows: a short return means nothing is left.
+            return n + self.core.take_queued(&mut out[n..]);
         }
         self.core.get_results(out)
     }

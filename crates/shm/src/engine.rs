@@ -186,6 +186,12 @@ impl Engine {
         self.epfd.as_fd()
     }
 
+    /// Take and release the lock of every connected queue pair: whatever ran under one when
+    /// this was called is over when it returns (`mr::Table::set_copy_barrier`).
+    pub(crate) fn fence_queue_pairs(&self) {
+        self.for_each_link(|l| l.fence());
+    }
+
     /// Run `f` on every live link, without holding the registry lock while it runs.
     fn for_each_link(&self, mut f: impl FnMut(&Arc<Link>)) {
         LINKS.with(|scratch| {

@@ -299,6 +299,13 @@ impl Link {
         }
     }
 
+    /// Wait for whatever runs under the queue pair's lock now (`Engine::fence_queue_pairs`).
+    pub(crate) fn fence(&self) {
+        if let Some(qp) = self.qp.upgrade() {
+            qp.fence();
+        }
+    }
+
     /// Drive the queue pair (the engine's progress).
     pub(crate) fn progress(&self) {
         if let Some(qp) = self.qp.upgrade() {

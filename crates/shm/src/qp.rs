@@ -412,6 +412,11 @@ impl ShmQp {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`).
+    pub(crate) fn fence(&self) {
+        drop(self.lock());
+    }
+
     fn complete_recv(&self, context: u64, status: Status, bytes: u32, solicited: bool) {
         self.rcq.push(
             NdResult {
@@ -473,7 +478,8 @@ impl ShmQp {
 
     /// Whether every SGE lies in the cached registration with local read access (the common
     /// case of a small Send from the buffer used last), checked without taking a reference
-    /// (`LocalCache::covers`): the bytes are copied out before the post returns.
+    /// (`LocalCache::covers`): the bytes are copied out before the post returns, under the
+    /// lock, and a Deregister waits for that (the adapter's copy barrier, `adapter::open`).
     fn cached_readable(&self, g: &Inner, sge: &[Sge]) -> bool {
         sge.iter().all(|s| {
             g.cache.covers(

@@ -37,16 +37,34 @@ struct Inner {
     /// The CQ overflowed: it and its queue pairs are unusable (Notify gives `ND_BUFFER_OVERFLOW`).
     overrun: bool,
     triggers: Triggers,
-    /// The strongest armed notification type, if any.
-    armed: Option<NotifyType>,
     /// A Notify was armed and no `get_results` has found the queue empty since: if it is ANY
     /// (still armed), the next one that does need not drive I/O (see
     /// [`CqCore::get_results`]). Not for SOLICITED or ERRORS: an application that waits for
     /// those polls to take the other completions, and a poll should find what arrived.
     fresh_arm: bool,
-    waiters: PendingRequests<()>,
+    /// The Notify requests, with their types.
+    waiters: PendingRequests<NotifyType>,
     /// Notify requests' allocations, reused once the application let go of them.
     recycler: OvRecycler,
+}
+
+impl Inner {
+    /// The notification type in force: the strongest of the Notify requests still pending
+    /// (ANY over SOLICITED over ERRORS, `IND2CompletionQueue::Notify`), if any. Derived from
+    /// the requests, so one withdrawn on its own (`Overlapped::cancel`, a dropped future)
+    /// arms nothing: the next entry is remembered for the next Notify, not spent on nobody.
+    fn armed(&self) -> Option<NotifyType> {
+        self.waiters.pending_kinds().max_by_key(|&t| rank(t))
+    }
+}
+
+/// The precedence of notification types.
+fn rank(t: NotifyType) -> u8 {
+    match t {
+        NotifyType::Errors => 1,
+        NotifyType::Solicited => 2,
+        NotifyType::Any => 3,
+    }
 }
 
 /// A software completion queue.
@@ -59,6 +77,9 @@ pub struct CqCore {
     /// completion made by a polling call's own drive must then take the queue (and its
     /// notification rules), not go straight to the caller (`direct`).
     owes_notify: AtomicBool,
+    /// Some entry is remembered for the next Notify (`Inner::triggers`), stored under the
+    /// lock: lets a lock-free empty poll see whether it must forget them (`short_poll`).
+    triggered: AtomicBool,
     sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
     driver: Arc<dyn Driver>,
 }
@@ -89,13 +110,13 @@ impl CqCore {
                 depth,
                 overrun: false,
                 triggers: Triggers::default(),
-                armed: None,
                 fresh_arm: false,
                 waiters: PendingRequests::new(),
                 recycler: OvRecycler::new(),
             }),
             queued: AtomicUsize::new(0),
             owes_notify: AtomicBool::new(false),
+            triggered: AtomicBool::new(false),
             sources: RwLock::new(Vec::new()),
             driver,
         }
@@ -169,25 +190,30 @@ impl CqCore {
 
     /// Fire or remember a notification for a new entry (`nd-reference.md` §2.5 "Notify rules").
     fn trigger(&self, i: &mut Inner, solicited: bool, error: bool) {
-        let fires = match i.armed {
+        let armed = i.armed();
+        let fires = match armed {
             Some(NotifyType::Any) => true,
             Some(NotifyType::Solicited) => solicited || error,
             Some(NotifyType::Errors) => error,
             None => false,
-        } || (i.armed.is_some() && i.overrun);
+        } || (armed.is_some() && i.overrun);
         if fires {
             let status = if i.overrun {
                 Status::BUFFER_OVERFLOW
             } else {
                 Status::SUCCESS
             };
-            i.armed = None;
             self.owes_notify.store(i.overrun, Ordering::Release);
-            i.waiters.complete_all((), status);
+            i.waiters.complete_each(status);
             // The entry that fired a notification cannot fire a later one.
-            i.triggers = Triggers::default();
+            self.clear_triggers(i);
         } else {
+            if armed.is_none() {
+                // Every Notify was withdrawn: completions may go straight to pollers again.
+                self.owes_notify.store(i.overrun, Ordering::Release);
+            }
             i.triggers.any = true;
+            self.triggered.store(true, Ordering::Release);
             i.triggers.solicited |= solicited || error;
             i.triggers.error |= error;
         }
@@ -217,10 +243,12 @@ impl CqCore {
             return n;
         }
         let n = self.drive_collecting(out, || self.progress());
-        if n > 0 {
+        if n == out.len() || (n > 0 && self.queued_hint() == 0) {
             return n;
         }
-        self.take(out, false).0
+        // What the drive queued beyond what it collected follows (a short return must mean
+        // nothing is left, IND2CompletionQueue::Notify).
+        n + self.take_queued(&mut out[n..])
     }
 
     /// Move queued completions into `out`. Also says whether the caller should drive I/O
@@ -238,11 +266,39 @@ impl CqCore {
         }
         if n < out.len() {
             // A short poll reported everything queued: later entries must fire the next Notify.
-            i.triggers = Triggers::default();
+            self.clear_triggers(&mut i);
         }
         let drive = first && n == 0;
-        let skip = drive && std::mem::take(&mut i.fresh_arm) && i.armed == Some(NotifyType::Any);
+        let skip = drive && std::mem::take(&mut i.fresh_arm) && i.armed() == Some(NotifyType::Any);
         (n, drive && !skip)
+    }
+
+    /// Forget the entries remembered for the next Notify (they were reported, or fired one).
+    fn clear_triggers(&self, i: &mut Inner) {
+        i.triggers = Triggers::default();
+        self.triggered.store(false, Ordering::Release);
+    }
+
+    /// A provider's `get_results` that returns short without [`CqCore::get_results`] (a
+    /// lock-free empty check, or after [`CqCore::drive_collecting`] found the queue empty):
+    /// the race rule's "short poll", after which only newer entries fire a Notify at once.
+    /// Costs one load unless an entry is remembered; forgets nothing while one is queued.
+    pub fn short_poll(&self) {
+        if self.triggered.load(Ordering::Acquire) {
+            let mut i = self.lock();
+            if i.entries.is_empty() {
+                self.clear_triggers(&mut i);
+            }
+        }
+    }
+
+    /// Move up to `out.len()` queued completions into `out` without driving I/O (the rest of
+    /// a `get_results` whose drive collected fewer than asked); returns how many.
+    pub fn take_queued(&self, out: &mut [NdResult]) -> usize {
+        if out.is_empty() {
+            return 0;
+        }
+        self.take(out, false).0
     }
 
     /// `Notify`: arm the queue. Completes at once when an entry that qualifies arrived after the
@@ -261,23 +317,17 @@ impl CqCore {
             NotifyType::Errors => t.error,
         };
         if now {
-            i.triggers = Triggers::default();
+            self.clear_triggers(&mut i);
             c.complete(Status::SUCCESS);
+            // This request raised the type in force to its own (ANY takes precedence over
+            // SOLICITED, which takes precedence over ERRORS) and an entry satisfies it: the
+            // requests pending complete with it, as all do on one completion event.
+            i.waiters.complete_each(Status::SUCCESS);
             return ov;
-        }
-        // ANY takes precedence over SOLICITED, which takes precedence over ERRORS.
-        let rank = |t: Option<NotifyType>| match t {
-            None => 0,
-            Some(NotifyType::Errors) => 1,
-            Some(NotifyType::Solicited) => 2,
-            Some(NotifyType::Any) => 3,
-        };
-        if rank(Some(ty)) > rank(i.armed) {
-            i.armed = Some(ty);
         }
         self.owes_notify.store(true, Ordering::Release);
         c.allow_cancel();
-        i.waiters.push((), c);
+        i.waiters.push(ty, c);
         i.fresh_arm = true;
         ov
     }
@@ -289,12 +339,16 @@ impl CqCore {
         if (depth as usize) < i.entries.len() {
             return Err(Error::new(Status::BUFFER_OVERFLOW));
         }
-        i.depth = depth;
         let want = depth as usize;
         if i.entries.capacity() < want {
             let extra = want - i.entries.len();
-            i.entries.reserve(extra);
+            // The caller bounds `depth` (MaxCompletionQueueDepth); should memory run out all
+            // the same, the queue stays as it was.
+            if i.entries.try_reserve(extra).is_err() {
+                return Err(Error::new(Status::INSUFFICIENT_RESOURCES));
+            }
         }
+        i.depth = depth;
         Ok(())
     }
 
@@ -327,7 +381,6 @@ impl CqCore {
     /// `CancelOverlappedRequests`: every pending Notify completes with `ND_CANCELED`, in order.
     pub fn cancel_overlapped_requests(&self) {
         let mut i = self.lock();
-        i.armed = None;
         self.owes_notify.store(i.overrun, Ordering::Release);
         i.waiters.cancel_all();
     }
@@ -606,5 +659,100 @@ mod tests {
         let ov = cq.notify(NotifyType::Any);
         cq.cancel_overlapped_requests();
         assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
+    }
+
+    /// A Notify withdrawn on its own (a dropped future) arms nothing: the next entry is not
+    /// spent firing it, and a later Notify completes at once for that entry.
+    #[test]
+    fn a_withdrawn_notify_does_not_swallow_the_next_entry() {
+        let cq = CqCore::new(4, Arc::new(NullDriver));
+        let mut out = [NdResult::EMPTY; 2];
+        assert_eq!(cq.get_results(&mut out), 0, "a short poll");
+        let ov = cq.notify(NotifyType::Any);
+        ov.cancel();
+        assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        let again = cq.notify(NotifyType::Any);
+        assert_eq!(
+            again.try_result(),
+            Some(Ok(())),
+            "an entry arrived after the short poll and was never reported"
+        );
+        // While it is withdrawn, completions may go straight to a poller again.
+        assert_eq!(cq.get_results(&mut out), 1);
+        let ov = cq.notify(NotifyType::Solicited);
+        ov.cancel();
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert!(
+            !cq.owes_notify.load(Ordering::Acquire),
+            "nothing armed any more"
+        );
+    }
+
+    /// An ANY that completes at once (an entry arrived since the last short poll) raises the
+    /// type in force over a pending SOLICITED: both complete on that entry.
+    #[test]
+    fn an_immediate_any_completes_a_pending_solicited() {
+        let cq = CqCore::new(4, Arc::new(NullDriver));
+        let mut out = [NdResult::EMPTY; 2];
+        assert_eq!(cq.get_results(&mut out), 0);
+        let solicited = cq.notify(NotifyType::Solicited);
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert!(!solicited.is_complete(), "an unsolicited entry");
+        let any = cq.notify(NotifyType::Any);
+        assert_eq!(any.try_result(), Some(Ok(())));
+        assert_eq!(
+            solicited.try_result(),
+            Some(Ok(())),
+            "completed with the ANY"
+        );
+        // That entry fired them: it fires nothing more.
+        assert!(!cq.notify(NotifyType::Any).is_complete());
+    }
+
+    /// A drive that completes more than the direct collector holds: the rest, queued, comes
+    /// back in the same call, so a short return means nothing is left.
+    #[test]
+    fn a_short_get_results_leaves_nothing_queued() {
+        let cq = Arc::new(CqCore::new(64, Arc::new(NullDriver)));
+        let src = Arc::new(Completer {
+            cq: cq.clone(),
+            other: None,
+            n: 20,
+        });
+        let weak: Weak<dyn ProgressSource> = Arc::downgrade(&src) as Weak<dyn ProgressSource>;
+        cq.attach(weak);
+        let mut out = [NdResult::EMPTY; 32];
+        assert_eq!(cq.get_results(&mut out), 20);
+        let contexts: Vec<u64> = out[..20].iter().map(|e| e.request_context).collect();
+        assert_eq!(contexts, (0..20).collect::<Vec<u64>>(), "in order");
+        assert_eq!(cq.queued_hint(), 0);
+    }
+
+    /// A lock-free empty poll (`short_poll`) is a short poll for the race rule: an entry
+    /// reported before it fires no later Notify; one still queued is not forgotten.
+    #[test]
+    fn a_lock_free_short_poll_forgets_reported_entries_only() {
+        let cq = CqCore::new(4, Arc::new(NullDriver));
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        let mut one = [NdResult::EMPTY; 1];
+        assert_eq!(
+            cq.get_results(&mut one),
+            1,
+            "not short: the entry is remembered"
+        );
+        cq.short_poll();
+        let ov = cq.notify(NotifyType::Any);
+        assert!(
+            !ov.is_complete(),
+            "everything was reported before the short poll"
+        );
+        cq.cancel_overlapped_requests();
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        cq.short_poll();
+        assert!(
+            cq.notify(NotifyType::Any).is_complete(),
+            "one is still queued"
+        );
     }
 }

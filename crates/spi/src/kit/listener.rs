@@ -138,11 +138,16 @@ impl<T: Transport> ListenerState<T> {
     ) -> Option<T::Incoming> {
         self.handshakes.retain(|h| !Arc::ptr_eq(h, hs));
         let inc = inc?;
-        self.waiting.retain(|(_, ov)| ov.is_pending());
-        if let Some((conn, ov)) = self.waiting.pop_front() {
-            conn.set_incoming(inc);
-            ov.complete(Status::SUCCESS);
-        } else if self.backlog == 0 || self.ready.len() < self.backlog {
+        // A request withdrawn on its own (`Overlapped::cancel`, which does not take our lock)
+        // is claimed first, so it is either cancelled or handed the connection, never both.
+        while let Some((conn, ov)) = self.waiting.pop_front() {
+            if ov.claim() {
+                conn.set_incoming(inc);
+                ov.complete(Status::SUCCESS);
+                return None;
+            }
+        }
+        if self.backlog == 0 || self.ready.len() < self.backlog {
             self.ready.push_back(inc);
         } else {
             return Some(inc);

@@ -251,7 +251,9 @@ impl LocalCache {
 
     /// Whether `len` bytes at `addr` under `token` pass [`Registration::check`] for `access`
     /// against the cached registration, which no removal from `table` has touched since. No
-    /// reference is taken, so the answer is for a use that ends before the call returns.
+    /// reference is taken, so the answer is for a use that ends before the call returns, and
+    /// only if the provider set a [`Table::set_copy_barrier`] that waits for such uses: a
+    /// Deregister on another thread could otherwise free the memory under the copy.
     pub fn covers(&self, table: &Table, token: u32, addr: u64, len: u64, access: Access) -> bool {
         self.token == token
             && token != 0
@@ -268,6 +270,8 @@ pub struct Table {
     /// Bumped by every removal (Deregister, a window's unbind): what a [`LocalCache`] copied
     /// before it may be stale.
     generation: AtomicU64,
+    /// The provider's [`Table::set_copy_barrier`].
+    copy_barrier: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl fmt::Debug for Table {
@@ -307,6 +311,25 @@ impl Table {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// For a provider that copies out of memory checked with [`LocalCache::covers`], which
+    /// holds no reference: `barrier` must return only once every copy that may have passed
+    /// `covers` before the call is over (the `shm` provider takes and releases the lock of
+    /// every connected queue pair, under which those copies run). A Deregister (or a region's
+    /// release) calls it after the removal, which bumps [`Table::generation`] so that no
+    /// later `covers` passes, and before its own reference goes: the memory, which that
+    /// reference may keep alive, and the Deregister's completion, after which the application
+    /// may free memory it registered, both wait for copies in progress. It runs on the
+    /// application's thread, outside every lock of the provider. Set once.
+    pub fn set_copy_barrier(&self, barrier: impl Fn() + Send + Sync + 'static) {
+        let _ = self.copy_barrier.set(Box::new(barrier));
+    }
+
+    fn copy_barrier(&self) {
+        if let Some(b) = self.copy_barrier.get() {
+            b();
+        }
     }
 
     /// Register a range under a fresh, unpredictable token.
@@ -609,6 +632,65 @@ mod tests {
         drop(user);
         assert_eq!(ov.status(), Status::SUCCESS);
     }
+
+    /// Deregister and release run the provider's copy barrier after the token died (no
+    /// `covers` passes any more) and while the memory is still held: a copy that passed
+    /// `covers` before is over before the memory can go.
+    #[test]
+    fn deregister_waits_at_the_copy_barrier_with_the_memory_held() {
+        use crate::kit::overlapped::tests::NullDriver;
+        use std::sync::atomic::AtomicUsize;
+        for release in [false, true] {
+            let t = Arc::new(Table::new());
+            let memory: Arc<dyn Any + Send + Sync> = Arc::new([0u8; 64]);
+            let held = Arc::downgrade(&memory);
+            let calls = Arc::new(AtomicUsize::new(0));
+            let token = Arc::new(AtomicU32::new(0));
+            let (tw, c, tok) = (Arc::downgrade(&t), calls.clone(), token.clone());
+            t.set_copy_barrier(move || {
+                let t = tw.upgrade().expect("table");
+                let mut cache = LocalCache::default();
+                assert!(
+                    cache.resolve(&t, tok.load(Ordering::Relaxed)).is_none(),
+                    "the token is dead when the barrier runs"
+                );
+                assert!(
+                    held.upgrade().is_some(),
+                    "the memory is held across the barrier"
+                );
+                c.fetch_add(1, Ordering::Relaxed);
+            });
+            let mut slot = RegionSlot::new();
+            slot.register(
+                &t,
+                Arc::new(NullDriver),
+                1 << 20,
+                0x4000 as *mut u8,
+                64,
+                MrFlags::ALLOW_LOCAL_WRITE,
+                Some(memory),
+            )
+            .expect("register");
+            token.store(slot.local_token(), Ordering::Relaxed);
+            let weak = {
+                let r = slot.lock();
+                Arc::downgrade(r.as_ref().expect("registered"))
+            };
+            if release {
+                slot.release(&t);
+            } else {
+                let ov = slot
+                    .deregister(&t, Arc::new(NullDriver))
+                    .expect("deregister");
+                assert_eq!(ov.status(), Status::SUCCESS);
+            }
+            assert_eq!(calls.load(Ordering::Relaxed), 1, "release {release}");
+            assert!(
+                weak.upgrade().is_none(),
+                "the registration went after the barrier"
+            );
+        }
+    }
 }
 
 /// The state of one memory-region object (`IND2MemoryRegion`) that software providers share:
@@ -700,6 +782,8 @@ impl RegionSlot {
         let reg = slot.take().expect("checked above");
         self.token.store(0, Ordering::Release);
         table.remove(reg.token);
+        drop(slot);
+        table.copy_barrier();
         let (ov, c) = Overlapped::pending(driver);
         reg.complete_on_release(c);
         Ok(ov)
@@ -720,6 +804,7 @@ impl RegionSlot {
     pub fn release(&mut self, table: &Table) {
         if let Some(reg) = self.reg.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
             table.remove(reg.token);
+            table.copy_barrier();
         }
     }
 }

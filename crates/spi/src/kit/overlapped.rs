@@ -285,6 +285,23 @@ impl OvCompleter {
         *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()) = Cancel::Itself;
     }
 
+    /// For a request made cancellable by [`OvCompleter::allow_cancel`]: take it out of
+    /// cancellation's reach before doing what its success means (handing it a connection).
+    /// `false` if it completed or a cancel has already claimed it (it completes
+    /// `ND_CANCELED`, if it has not yet): then do nothing for it. After `true` only this
+    /// completer completes it.
+    pub fn claim(&self) -> bool {
+        let mut how = self.state.cancel.lock().unwrap_or_else(|e| e.into_inner());
+        // `Overlapped::cancel` takes the mode under this lock before it completes, so a
+        // cancel that got here first left `No` behind.
+        if matches!(*how, Cancel::Itself) && self.is_pending() {
+            *how = Cancel::No;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Tell the request how to withdraw itself (see [`Overlapped::cancel`]). The closure must
     /// complete the request with `ND_CANCELED` (through its completer) if it is still pending.
     pub fn set_canceller(&self, cancel: impl Fn() + Send + Sync + 'static) {
@@ -464,6 +481,22 @@ impl<K: Copy + PartialEq> PendingRequests<K> {
         n
     }
 
+    /// The kinds of the requests still pending (one withdrawn on its own is not).
+    pub fn pending_kinds(&self) -> impl Iterator<Item = K> + '_ {
+        self.list
+            .iter()
+            .filter(|(_, c)| c.is_pending())
+            .map(|(k, _)| *k)
+    }
+
+    /// Complete every pending request, of any kind, with `status`, oldest first; returns how
+    /// many this call completed.
+    pub fn complete_each(&mut self, status: Status) -> usize {
+        let n = self.list.iter().filter(|(_, c)| c.complete(status)).count();
+        self.list.clear();
+        n
+    }
+
     /// Whether a request of `kind` is pending.
     pub fn has(&self, kind: K) -> bool {
         self.list.iter().any(|(k, c)| *k == kind && c.is_pending())
@@ -498,6 +531,27 @@ pub(crate) mod tests {
             );
         }
         fn notify(&self) {}
+    }
+
+    /// A claimed request is out of a cancel's reach; a cancelled one cannot be claimed.
+    #[test]
+    fn claim_and_cancel_exclude_each_other() {
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        c.allow_cancel();
+        assert!(c.claim());
+        ov.cancel();
+        assert!(!ov.is_complete(), "claimed: the cancel does nothing");
+        c.complete(Status::SUCCESS);
+        assert_eq!(ov.try_result(), Some(Ok(())));
+
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        c.allow_cancel();
+        ov.cancel();
+        assert!(!c.claim(), "cancelled first");
+        assert_eq!(ov.try_result(), Some(Err(Error::CANCELED)));
+
+        let (_ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        assert!(!c.claim(), "never made cancellable: nothing to claim from");
     }
 
     #[test]

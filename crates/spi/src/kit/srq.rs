@@ -174,7 +174,15 @@ impl SrqCore {
         if depth > 0 && depth as usize != i.depth {
             // Re-lay the posted Receives from slot 0 in a fresh slab of the new size.
             let per = i.per;
-            let mut segs = vec![Seg::default(); depth as usize * per];
+            let n = (depth as usize).saturating_mul(per);
+            let extra = (depth as usize).saturating_sub(i.wrs.len());
+            // The caller bounds `depth` (MaxSharedReceiveQueueDepth); should memory run out
+            // all the same, nothing changes.
+            let mut segs = Vec::new();
+            if segs.try_reserve_exact(n).is_err() || i.wrs.try_reserve(extra).is_err() {
+                return Err(Error::new(Status::INSUFFICIENT_RESOURCES));
+            }
+            segs.resize_with(n, Seg::default);
             for k in 0..i.wrs.len() {
                 let from = i.slot(k) * per;
                 let n = usize::from(i.wrs[k].2);
@@ -185,8 +193,6 @@ impl SrqCore {
             i.segs = segs;
             i.depth = depth as usize;
             i.head_slot = 0;
-            let extra = i.depth.saturating_sub(i.wrs.capacity());
-            i.wrs.reserve(extra);
         }
         if notify_threshold > 0 {
             i.threshold = notify_threshold;
