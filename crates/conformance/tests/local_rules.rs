@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use netdirect::{MrFlags, NotifyType, OpFlags, Overlapped, Provider, Status};
 use netdirect_conformance::check::{
     expect_empty, expect_pending, expect_results, expect_status, finish, next_results, show,
-    wait_ok, Check, Context, Expect,
+    wait_ok, wait_status, Check, Context, Expect,
 };
 use netdirect_conformance::harness;
 use netdirect_conformance::side::{connect_pair, default_pair, EPHEMERAL};
@@ -462,5 +462,27 @@ fn a_refused_receive_completes_after_the_ones_before_it() {
         let r = next_results(&server.rcq, 2, "both Receives")?;
         Expect::recv(Status::CANCELED, 1, server.qp_context, None).check(&r[0], "Receive 1")?;
         Expect::recv(Status::ACCESS_VIOLATION, 2, server.qp_context, None).check(&r[1], "Receive 2")
+    });
+}
+
+/// IND2Connector::Connect: "To abandon a connection attempt, you can release the connector":
+/// its Connect completes ND_CANCELED, not never (here against a listener that never takes the
+/// request), and the queue pair may connect again with another connector.
+#[test]
+fn releasing_the_connector_abandons_its_connect() {
+    each("connector-release-mid-connect", |p, ip| {
+        let a = open(p, ip)?;
+        let (listener, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let side = Side::on(&a, SideConfig::default())?;
+        let c = a.create_connector().ctx("create connector")?;
+        c.bind(SocketAddr::new(ip, 0)).ctx("Connector::bind")?;
+        let ov = c
+            .connect(&side.qp, laddr, 0, 0, &[])
+            .ctx("Connector::connect")?;
+        ensure!(!ov.is_complete(), "nobody accepts: the Connect is pending");
+        drop(c);
+        wait_status(&ov, Status::CANCELED, "the Connect of a released connector")?;
+        drop(listener);
+        Ok(())
     });
 }

@@ -30,7 +30,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ND_TCP_CONNECT_TIMEOUT_MS",
         default: "30000",
-        meaning: "how long Connect waits for the TCP handshake and the MPA Reply before ND_IO_TIMEOUT",
+        meaning: "how long Connect waits for the TCP handshake and for its MPA Request to be sent before ND_IO_TIMEOUT; the wait for the peer's Accept (the MPA Reply) has no limit (IND2Connector::Connect), CancelOverlappedRequests or releasing the connector ends it",
     },
     Variable {
         name: "ND_TCP_RNR_TIMEOUT_MS",

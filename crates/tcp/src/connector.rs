@@ -135,11 +135,21 @@ fn drive(this: &TcpConnector) {
                     *sent += n;
                     continue;
                 }
-                Err(rustix::io::Errno::AGAIN) => break None,
+                Err(rustix::io::Errno::AGAIN) => {
+                    if Instant::now() >= *deadline {
+                        break Some(Err(Status::IO_TIMEOUT));
+                    }
+                    break None;
+                }
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
             }
         }
+        // The Request is out: the Reply comes when the peer's application Accepts or Rejects,
+        // which may take as long as it likes ("NetworkDirect providers should avoid timing out
+        // connections because the listening peer did not call IND2Connector::Accept"). The
+        // application abandons the attempt with CancelOverlappedRequests or by releasing the
+        // connector; a peer host that is gone ends it with a TCP error.
         let mut chunk = [0u8; 1024];
         match rustix::net::recv(s, &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
             Ok((0, _)) => break Some(Err(Status::CONNECTION_REFUSED)),
@@ -151,12 +161,7 @@ fn drive(this: &TcpConnector) {
                     Err(_) => break Some(Err(Status::CONNECTION_REFUSED)),
                 }
             }
-            Err(rustix::io::Errno::AGAIN) => {
-                if Instant::now() >= *deadline {
-                    break Some(Err(Status::IO_TIMEOUT));
-                }
-                break None;
-            }
+            Err(rustix::io::Errno::AGAIN) => break None,
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => break Some(Err(sockets::connect_status(&e.into()))),
         }

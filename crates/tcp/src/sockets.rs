@@ -73,17 +73,19 @@ pub(crate) fn bind_status(e: &io::Error) -> Status {
     }
 }
 
-/// ND status for a failed connection attempt (IND2Connector::Connect return values).
+/// ND status for a failed connection attempt (IND2Connector::Connect return values). Connect
+/// has no ND_CONNECTION_ABORTED: a reset before the MPA Reply (the listener went away with
+/// our request in its queue, or its process died) is the peer refusing, "due to lack of
+/// listener".
 pub(crate) fn connect_status(e: &io::Error) -> Status {
     use rustix::io::Errno;
     match Errno::from_io_error(e) {
-        Some(Errno::CONNREFUSED) => Status::CONNECTION_REFUSED,
+        Some(Errno::CONNREFUSED | Errno::CONNRESET | Errno::CONNABORTED | Errno::PIPE) => {
+            Status::CONNECTION_REFUSED
+        }
         Some(Errno::NETUNREACH) | Some(Errno::NETDOWN) => Status::NETWORK_UNREACHABLE,
         Some(Errno::HOSTUNREACH) | Some(Errno::HOSTDOWN) => Status::HOST_UNREACHABLE,
         Some(Errno::TIMEDOUT) => Status::IO_TIMEOUT,
-        Some(Errno::CONNRESET) | Some(Errno::CONNABORTED) | Some(Errno::PIPE) => {
-            Status::CONNECTION_ABORTED
-        }
         Some(Errno::ADDRNOTAVAIL) | Some(Errno::AFNOSUPPORT) => Status::INVALID_ADDRESS,
         Some(Errno::ADDRINUSE) => Status::ADDRESS_ALREADY_EXISTS,
         _ => Status::UNSUCCESSFUL,

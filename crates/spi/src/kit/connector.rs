@@ -83,6 +83,20 @@ impl<T: Transport> fmt::Debug for State<T> {
     }
 }
 
+/// Releasing the connector abandons a Connect in progress (`IND2Connector::Connect`: "To
+/// abandon a connection attempt, you can release the connector"): it completes `ND_CANCELED`,
+/// as after CancelOverlappedRequests, instead of never. What else the state holds (a socket, a
+/// request not accepted) closes as it drops, which the peer sees as a refusal (D9).
+impl<T: Transport> Drop for ConnectorState<T> {
+    fn drop(&mut self) {
+        if let State::Connecting(_) = self.state {
+            if let State::Connecting(attempt) = std::mem::replace(&mut self.state, State::Done) {
+                T::abandon(attempt);
+            }
+        }
+    }
+}
+
 /// A connector's state and what its accessors report.
 pub struct ConnectorState<T: Transport> {
     /// Where the connector is.
