@@ -33,6 +33,11 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "how long Connect waits for the TCP handshake and for its MPA Request to be sent before ND_IO_TIMEOUT; the wait for the peer's Accept (the MPA Reply) has no limit (IND2Connector::Connect), CancelOverlappedRequests or releasing the connector ends it",
     },
     Variable {
+        name: "ND_TCP_REQUEST_TIMEOUT_MS",
+        default: "5000",
+        meaning: "how long a listener waits for an accepted TCP connection's MPA Request before closing it (siw's MPAREP_TIMEOUT, iwarp-wire.md §2.3), so stray or stalled connections cannot pile up",
+    },
+    Variable {
         name: "ND_TCP_RNR_TIMEOUT_MS",
         default: "3000",
         meaning: "how long a Send that finds no Receive posted (on its queue pair or its shared receive queue) waits for one, with the stream held (TCP back-pressure), before the receiver ends the connection and the Send fails ND_IO_TIMEOUT (R-QP-7); counted while the receiving application drives the adapter",
@@ -45,6 +50,8 @@ pub(crate) struct Config {
     pub(crate) crc: bool,
     pub(crate) mulpdu: usize,
     pub(crate) connect_timeout: Duration,
+    /// How long a listener waits for a connection's MPA Request (`ND_TCP_REQUEST_TIMEOUT_MS`).
+    pub(crate) request_timeout: Duration,
     pub(crate) write_probe: bool,
     /// How long an inbound Send waits for a Receive (`ND_TCP_RNR_TIMEOUT_MS`).
     pub(crate) rnr_timeout: Duration,
@@ -59,6 +66,7 @@ impl Config {
                 netdirect_wire::fpdu::MAX_MULPDU,
             ),
             connect_timeout: Duration::from_millis(var("ND_TCP_CONNECT_TIMEOUT_MS", 30_000)),
+            request_timeout: Duration::from_millis(var("ND_TCP_REQUEST_TIMEOUT_MS", 5_000)),
             write_probe: var::<u8>("ND_TCP_WRITE_PROBE", 1) != 0,
             rnr_timeout: Duration::from_millis(var("ND_TCP_RNR_TIMEOUT_MS", 3_000)),
         }

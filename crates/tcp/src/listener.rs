@@ -135,11 +135,18 @@ impl ListenerProvider for Tcp {
                             responder: Responder::new(),
                         }),
                     });
-                    let src: Weak<dyn Source> = Arc::downgrade(&hs) as Weak<dyn Source>;
+                    let src = src_of(&hs);
                     match this.adapter().engine.register(sock, src) {
                         Ok(reg) => {
                             hs.inner.lock().unwrap_or_else(|e| e.into_inner()).sock = Some(reg);
                             this.lock().handshakes.push(hs.clone());
+                            // A peer that never completes its Request is dropped, as siw
+                            // does (iwarp-wire.md §2.3, RFC 5044 §7.1.2): otherwise stray or
+                            // stalled connections would hold descriptors for the listener's
+                            // life.
+                            let at =
+                                std::time::Instant::now() + this.adapter().config.request_timeout;
+                            this.adapter().engine.add_timer(at, src_of(&hs));
                             hs.on_ready(EventFlags::IN);
                         }
                         Err(_) => continue,
@@ -202,7 +209,32 @@ pub(crate) struct Handshake {
     inner: Mutex<HsInner>,
 }
 
+fn src_of(hs: &Arc<Handshake>) -> Weak<dyn Source> {
+    Arc::downgrade(hs) as Weak<dyn Source>
+}
+
 impl Source for Handshake {
+    /// The Request did not come in time: close the connection (the peer sees it end).
+    fn on_timer(&self) {
+        let Some(me) = self.listener.upgrade() else {
+            return;
+        };
+        let sock = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .sock
+            .take();
+        if sock.is_none() {
+            return; // already delivered or failed
+        }
+        drop(sock);
+        let hs = me.lock().find_handshake(self);
+        if let Some(hs) = hs {
+            me.deliver(&hs, None);
+        }
+    }
+
     fn on_ready(&self, _events: EventFlags) {
         let Some(me) = self.listener.upgrade() else {
             return;
