@@ -16,22 +16,28 @@
 // One-SGE requests are written `&[a..b]`, as in the conformance suite.
 #![allow(clippy::single_range_in_vec_init)]
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use netdirect::{OpFlags, Provider, Status};
+use netdirect::{Adapter, Listener, OpFlags, Provider, Status};
 use netdirect_conformance::check::{expect_results, next_results, wait_ok, Check, Context, Expect};
 use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::listen;
 use netdirect_conformance::{ensure, Needs, Side, SideConfig};
 
-fn run(p: &Provider, fam: Family) -> Check {
-    let ip = fam.ip();
+/// An adapter on `ip`, a listener on it and its address, and a side to accept with.
+fn listening(p: &Provider, ip: IpAddr) -> Check<(Adapter, Listener, SocketAddr, Side)> {
     let a = p
         .open_adapter_for(SocketAddr::new(ip, 0))
         .ctx("open adapter")?;
     let (listener, laddr) = listen(&a, SocketAddr::new(ip, 0), 4)?;
     let server = Side::on(&a, SideConfig::default())?;
+    Ok((a, listener, laddr, server))
+}
+
+fn run(p: &Provider, fam: Family) -> Check {
+    let ip = fam.ip();
+    let (a, listener, laddr, server) = listening(p, ip)?;
     let client = Side::on(&a, SideConfig::default())?;
     let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
     // Five timeouts' worth with the request unanswered (each wait drives the adapter).
@@ -102,11 +108,7 @@ fn reset(p: &Provider, fam: Family) -> Check {
 fn stalled_request(p: &Provider, fam: Family) -> Check {
     use std::io::{ErrorKind, Read, Write};
     let ip = fam.ip();
-    let a = p
-        .open_adapter_for(SocketAddr::new(ip, 0))
-        .ctx("open adapter")?;
-    let (listener, laddr) = listen(&a, SocketAddr::new(ip, 0), 4)?;
-    let server = Side::on(&a, SideConfig::default())?;
+    let (_a, listener, laddr, server) = listening(p, ip)?;
     let gcr = listener
         .get_connection_request(&server.connector)
         .ctx("GetConnectionRequest")?;
