@@ -486,3 +486,40 @@ fn releasing_the_connector_abandons_its_connect() {
         Ok(())
     });
 }
+
+/// The provider objects behind the API (`as_spi()`) check the adapter's limits too: a depth
+/// no adapter offers is ND_INVALID_PARAMETER_n there as well, not a queue sized from it.
+#[test]
+fn provider_objects_check_the_limits_themselves() {
+    each("spi-limits", |p, ip| {
+        use netdirect::spi::QueuePairConfig;
+        let a = open(p, ip)?;
+        let spi = a.as_spi();
+        expect_status(
+            spi.create_completion_queue(0, 0, 0).map(|_| ()),
+            Status::INVALID_PARAMETER_3,
+            "SPI CreateCompletionQueue of depth 0",
+        )?;
+        expect_status(
+            spi.create_completion_queue(u32::MAX, 0, 0).map(|_| ()),
+            Status::INVALID_PARAMETER_3,
+            "SPI CreateCompletionQueue beyond the maximum",
+        )?;
+        let cq = a.create_completion_queue(8, 0, 0).ctx("create CQ")?;
+        expect_status(
+            spi.create_queue_pair(QueuePairConfig::single_cq(cq.as_spi().clone(), u32::MAX))
+                .map(|_| ()),
+            Status::INVALID_PARAMETER_5,
+            "SPI CreateQueuePair beyond the maximum depth",
+        )?;
+        if a.query().max_shared_receive_queue_depth > 0 {
+            expect_status(
+                spi.create_shared_receive_queue(u32::MAX, 1, 0, 0, 0)
+                    .map(|_| ()),
+                Status::INVALID_PARAMETER_3,
+                "SPI CreateSharedReceiveQueue beyond the maximum",
+            )?;
+        }
+        Ok(())
+    });
+}

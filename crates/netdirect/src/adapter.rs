@@ -6,11 +6,12 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 
+use netdirect_spi::limits;
 use netdirect_spi::traits::{self, QueuePairConfig};
 
 use crate::{
-    AdapterInfo, CompletionQueue, Connector, Error, Listener, MemoryRegion, MemoryWindow,
-    QueuePair, Result, SharedReceiveQueue, Status,
+    AdapterInfo, CompletionQueue, Connector, Listener, MemoryRegion, MemoryWindow, QueuePair,
+    Result, SharedReceiveQueue,
 };
 
 /// An open adapter (`IND2Adapter`).
@@ -29,14 +30,6 @@ impl fmt::Debug for Adapter {
             .field("provider", &self.provider)
             .field("adapter_id", &self.info.adapter_id)
             .finish()
-    }
-}
-
-fn check(ok: bool, param: u32) -> Result<()> {
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid_parameter(param))
     }
 }
 
@@ -92,10 +85,7 @@ impl Adapter {
         group: u16,
         affinity: usize,
     ) -> Result<CompletionQueue> {
-        check(
-            depth > 0 && depth <= self.info.max_completion_queue_depth,
-            3,
-        )?;
+        limits::completion_queue(&self.info, depth)?;
         Ok(CompletionQueue::from_spi(
             self.inner.create_completion_queue(depth, group, affinity)?,
             self.info.max_completion_queue_depth,
@@ -122,14 +112,7 @@ impl Adapter {
         group: u16,
         affinity: usize,
     ) -> Result<SharedReceiveQueue> {
-        if self.info.max_shared_receive_queue_depth == 0 {
-            return Err(Error::new(Status::NOT_SUPPORTED));
-        }
-        check(
-            depth > 0 && depth <= self.info.max_shared_receive_queue_depth,
-            3,
-        )?;
-        check(max_request_sge <= self.info.max_receive_sge, 4)?;
+        limits::shared_receive_queue(&self.info, depth, max_request_sge)?;
         let s = self.inner.create_shared_receive_queue(
             depth,
             max_request_sge,
@@ -157,19 +140,7 @@ impl Adapter {
         max_initiator_request_sge: u32,
         inline_data_size: u32,
     ) -> Result<QueuePair> {
-        let i = &self.info;
-        check(
-            receive_queue_depth > 0 && receive_queue_depth <= i.max_receive_queue_depth,
-            5,
-        )?;
-        check(
-            initiator_queue_depth > 0 && initiator_queue_depth <= i.max_initiator_queue_depth,
-            6,
-        )?;
-        check(max_receive_request_sge <= i.max_receive_sge, 7)?;
-        check(max_initiator_request_sge <= i.max_initiator_sge, 8)?;
-        check(inline_data_size <= i.max_inline_data_size, 9)?;
-        let qp = self.inner.create_queue_pair(QueuePairConfig {
+        let cfg = QueuePairConfig {
             receive_cq: receive_cq.as_spi().clone(),
             initiator_cq: initiator_cq.as_spi().clone(),
             srq: None,
@@ -179,8 +150,9 @@ impl Adapter {
             max_receive_request_sge,
             max_initiator_request_sge,
             inline_data_size,
-        })?;
-        Ok(QueuePair::from_spi(qp))
+        };
+        limits::queue_pair(&self.info, &cfg)?;
+        Ok(QueuePair::from_spi(self.inner.create_queue_pair(cfg)?))
     }
 
     /// `CreateQueuePairWithSrq`. Errors: receive CQ `_2`, initiator CQ `_3`, SRQ `_4`,
@@ -195,17 +167,7 @@ impl Adapter {
         max_initiator_request_sge: u32,
         inline_data_size: u32,
     ) -> Result<QueuePair> {
-        let i = &self.info;
-        if i.max_shared_receive_queue_depth == 0 {
-            return Err(Error::new(Status::NOT_SUPPORTED));
-        }
-        check(
-            initiator_queue_depth > 0 && initiator_queue_depth <= i.max_initiator_queue_depth,
-            6,
-        )?;
-        check(max_initiator_request_sge <= i.max_initiator_sge, 7)?;
-        check(inline_data_size <= i.max_inline_data_size, 8)?;
-        let qp = self.inner.create_queue_pair(QueuePairConfig {
+        let cfg = QueuePairConfig {
             receive_cq: receive_cq.as_spi().clone(),
             initiator_cq: initiator_cq.as_spi().clone(),
             srq: Some(srq.as_spi().clone()),
@@ -215,8 +177,9 @@ impl Adapter {
             max_receive_request_sge: 0,
             max_initiator_request_sge,
             inline_data_size,
-        })?;
-        Ok(QueuePair::from_spi(qp))
+        };
+        limits::queue_pair(&self.info, &cfg)?;
+        Ok(QueuePair::from_spi(self.inner.create_queue_pair(cfg)?))
     }
 
     /// `CreateConnector`.

@@ -22,7 +22,9 @@
 //! Registered memory is written by an agent Rust cannot see (a Receive, a peer's RDMA Write).
 //! The ND-shaped posts therefore are `unsafe fn`s with a `# Safety` contract; the provider
 //! checks every SGE and every inbound access against the registration (token, bounds,
-//! rights), so the only promise left to you is not to touch memory while a request owns it.
+//! rights), so the only promise left to you is not to touch memory while a request owns it
+//! (and, for an `INLINE` Send or Write, whose tokens ND leaves unchecked, that its memory is
+//! readable during the call).
 //! [`Buffer`] + [`MemoryRegion::register_buffer`] keep memory alive for as long as the provider
 //! can touch it.
 
@@ -48,6 +50,7 @@ pub use qp::QueuePair;
 /// The provider interface, for people writing providers.
 pub mod spi {
     pub use netdirect_spi::kit;
+    pub use netdirect_spi::limits;
     pub use netdirect_spi::traits::*;
 }
 

@@ -53,9 +53,13 @@ impl MemoryRegion {
     /// The memory must stay allocated, and must not be accessed through Rust references while a
     /// request or a remote access may write it, until the region's `deregister` has
     /// *completed* (or the region was dropped and every queue pair that could reach it is
-    /// gone) and every request that used it has completed. With `ALLOW_REMOTE_WRITE` (or a
-    /// window bound over it) the peer may write it at any time while registered; with
-    /// `ALLOW_REMOTE_READ` it may read it, and bytes changed meanwhile may reach it torn.
+    /// gone) and every request that used it has completed. With `ALLOW_REMOTE_WRITE` the peer
+    /// may write it at any time while registered; with `ALLOW_REMOTE_READ` it may read it,
+    /// and bytes changed meanwhile may reach it torn. Any code holding the region may also
+    /// bind a memory window over it (safe [`crate::QueuePair::bind`]), which exposes those bytes
+    /// to a peer for reading and, with `ALLOW_LOCAL_WRITE`, for writing, whatever the
+    /// region's remote flags (R-MW-1): unless you control every bind, treat registered memory
+    /// as remotely readable and writable for the registration's life.
     pub unsafe fn register(
         &self,
         buffer: *mut u8,

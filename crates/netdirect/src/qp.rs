@@ -13,10 +13,15 @@ use crate::{MemoryRegion, MemoryWindow, OpFlags, Result, Sge};
 /// # Safety of the posts
 /// Every post hands memory to the provider *after* the call returns: it reads a Send's or
 /// Write's source and writes a Receive's or Read's sink at some point before the request's
-/// completion is reported by `CompletionQueue::get_results`. The provider checks each SGE
-/// against its registration (token, bounds, rights), so it never touches unregistered memory;
-/// what it cannot check is that your program leaves the memory alone meanwhile. That is the
-/// contract of each `unsafe` post.
+/// completion is reported by `CompletionQueue::get_results` (with `SILENT_SUCCESS`, which
+/// reports no success, before the completion of a later request of the same queue is
+/// reported). The provider checks each SGE against its registration (token, bounds, rights),
+/// so it never touches unregistered memory; what it cannot check is that your program leaves
+/// the memory alone meanwhile. That is the contract of each `unsafe` post.
+///
+/// The exception is `INLINE` (Send and Write): its bytes are copied during the call, and, as
+/// nd-reference.md §2.9 allows, its tokens are not checked ("tokens may be invalid"), so the
+/// SGEs must name memory valid for reads for the call's duration, registered or not.
 #[derive(Clone)]
 pub struct QueuePair {
     inner: Arc<dyn traits::QueuePair>,
@@ -51,12 +56,13 @@ impl QueuePair {
     /// Synchronous errors (the queue pair stays usable): `ND_CONNECTION_INVALID` (not
     /// connected), `ND_NO_MORE_ENTRIES` (initiator queue full), `ND_DATA_OVERRUN` (too many
     /// SGEs), `ND_BUFFER_OVERFLOW` (more than `MaxTransferLength`, or inline data larger than
-    /// the queue pair's inline size). An SGE whose token or range is not registered completes
+    /// the queue pair's inline size: the size asked at creation, or 1024 bytes if that is more). An SGE whose token or range is not registered completes
     /// with `ND_ACCESS_VIOLATION` and terminates the connection.
     ///
     /// # Safety
     /// Without `INLINE`, the memory must not be written until the Send completes. With
-    /// `INLINE` it is read during the call only.
+    /// `INLINE`, each SGE must be valid for reads of `buffer_length` bytes during the call
+    /// (its token is not checked; it is read during the call only).
     pub unsafe fn send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()> {
         // SAFETY: forwarded contract.
         unsafe { self.inner.send(context, sge, flags) }
@@ -87,7 +93,10 @@ impl QueuePair {
     /// unbound when its queue pair's connection ends; its region cannot be deregistered while
     /// it is bound (`ND_DEVICE_BUSY`).
     ///
-    /// Safe: the region's registration already made the promise about the memory.
+    /// Safe: the region's registration already made the promise about the memory, which
+    /// covers this (see [`MemoryRegion::register`]: any registered byte may be exposed to a
+    /// peer, for reading and, if the region allows local writes, for writing, by a window
+    /// bound over it).
     pub fn bind(
         &self,
         context: u64,

@@ -9,6 +9,7 @@
 
 mod error;
 pub mod kit;
+pub mod limits;
 mod status;
 pub mod traits;
 mod types;

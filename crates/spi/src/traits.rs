@@ -192,7 +192,8 @@ pub trait QueuePair: Send + Sync + Debug {
     ///
     /// # Safety
     /// Unless `INLINE` is set, the memory the SGEs name must not be written until the Send
-    /// completes.
+    /// completes. With `INLINE`, each SGE must be valid for reads of its length during the
+    /// call: the provider copies it then without checking its token (nd-reference.md §2.9).
     unsafe fn send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()>;
     /// `Receive`.
     ///
@@ -232,7 +233,8 @@ pub trait QueuePair: Send + Sync + Debug {
     ///
     /// # Safety
     /// Unless `INLINE` is set, the memory the SGEs name must not be written until the Write
-    /// completes.
+    /// completes. With `INLINE`, each SGE must be valid for reads of its length during the
+    /// call: the provider copies it then without checking its token (nd-reference.md §2.9).
     unsafe fn write(
         &self,
         context: u64,

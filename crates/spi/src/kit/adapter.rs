@@ -150,6 +150,7 @@ where
         _group: u16,
         _affinity: usize,
     ) -> Result<Arc<dyn CompletionQueue>> {
+        crate::limits::completion_queue(&self.query(), depth)?;
         Ok(P::create_completion_queue(depth, self.state.driver()))
     }
 
@@ -169,6 +170,7 @@ where
         _group: u16,
         _affinity: usize,
     ) -> Result<Arc<dyn SharedReceiveQueue>> {
+        crate::limits::shared_receive_queue(&self.query(), depth, max_request_sge)?;
         Ok(Srq::<P>::new(
             self.state.clone(),
             depth,
@@ -178,6 +180,7 @@ where
     }
 
     fn create_queue_pair(&self, config: QueuePairConfig) -> Result<Arc<dyn QueuePair>> {
+        crate::limits::queue_pair(&self.query(), &config)?;
         P::create_queue_pair(self.state.clone(), &config)
     }
 

@@ -77,9 +77,15 @@ enum Cancel {
     Custom(Canceller),
 }
 
+/// Wakers kept per request before the older ones are woken to re-register.
+const MAX_WAKERS: usize = 4;
+
 struct OvState {
     status: AtomicI32,
-    waker: Mutex<Option<Waker>>,
+    /// The wakers of the tasks awaiting the request: one per task (clones of one request may
+    /// be awaited by several), woken together on completion. The vector keeps its capacity
+    /// when a recycled request is reused (`OvRecycler`), so re-arming does not allocate.
+    wakers: Mutex<Vec<Waker>>,
     driver: Arc<dyn Driver>,
     cancel: Mutex<Cancel>,
 }
@@ -102,7 +108,7 @@ impl Overlapped {
     pub fn pending(driver: Arc<dyn Driver>) -> (Self, OvCompleter) {
         let state = Arc::new(OvState {
             status: AtomicI32::new(Status::PENDING.0),
-            waker: Mutex::new(None),
+            wakers: Mutex::new(Vec::new()),
             driver,
             cancel: Mutex::new(Cancel::No),
         });
@@ -240,13 +246,20 @@ impl Future for Overlapped {
             return Poll::Ready(r);
         }
         self.state.driver.progress();
-        {
-            let mut w = self.state.waker.lock().unwrap_or_else(|e| e.into_inner());
-            match &mut *w {
-                Some(old) if old.will_wake(cx.waker()) => {}
-                slot => *slot = Some(cx.waker().clone()),
+        let crowd = {
+            let mut w = self.state.wakers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut crowd = Vec::new();
+            if !w.iter().any(|old| old.will_wake(cx.waker())) {
+                if w.len() >= MAX_WAKERS {
+                    // Tasks that moved on, or a crowd: wake them all (below, unlocked), and
+                    // those still awaiting register again (none is lost).
+                    crowd = std::mem::take(&mut *w);
+                }
+                w.push(cx.waker().clone());
             }
-        }
+            crowd
+        };
+        crowd.into_iter().for_each(Waker::wake);
         // Re-check after registering so a completion between the check and the registration is
         // not missed.
         match self.try_result() {
@@ -330,14 +343,16 @@ impl OvCompleter {
                 &mut *self.state.cancel.lock().unwrap_or_else(|e| e.into_inner()),
                 Cancel::No,
             ));
-            let waker = self
-                .state
-                .waker
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            if let Some(w) = waker {
-                w.wake();
+            // Woken without the lock held (a waker may run code that polls this request), and
+            // the emptied vector put back for its capacity.
+            let mut wakers =
+                std::mem::take(&mut *self.state.wakers.lock().unwrap_or_else(|e| e.into_inner()));
+            if wakers.capacity() > 0 {
+                wakers.drain(..).for_each(Waker::wake);
+                let mut slot = self.state.wakers.lock().unwrap_or_else(|e| e.into_inner());
+                if slot.is_empty() {
+                    *slot = wakers;
+                }
             }
             self.state.driver.notify();
         }
@@ -400,7 +415,10 @@ impl OvRecycler {
                 let arc = spare[i].as_mut().expect("found above");
                 let st = Arc::get_mut(arc).expect("found above: no other reference");
                 *st.status.get_mut() = Status::PENDING.0;
-                *st.waker.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+                st.wakers
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clear();
                 *st.cancel.get_mut().unwrap_or_else(|e| e.into_inner()) = Cancel::No;
                 if !Arc::ptr_eq(&st.driver, driver) {
                     st.driver = driver.clone();
@@ -531,6 +549,40 @@ pub(crate) mod tests {
             );
         }
         fn notify(&self) {}
+    }
+
+    /// Clones of one request awaited by two tasks: both are woken when it completes.
+    #[test]
+    fn every_task_awaiting_a_clone_is_woken() {
+        use std::sync::atomic::AtomicUsize;
+        use std::task::Wake;
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        let (t1, t2) = (
+            Arc::new(Count(AtomicUsize::new(0))),
+            Arc::new(Count(AtomicUsize::new(0))),
+        );
+        let (w1, w2) = (Waker::from(t1.clone()), Waker::from(t2.clone()));
+        let mut f1 = ov.clone();
+        let mut f2 = ov;
+        assert!(Pin::new(&mut f1)
+            .poll(&mut Context::from_waker(&w1))
+            .is_pending());
+        assert!(Pin::new(&mut f2)
+            .poll(&mut Context::from_waker(&w2))
+            .is_pending());
+        // Polled again by the first task: still one registration each.
+        assert!(Pin::new(&mut f1)
+            .poll(&mut Context::from_waker(&w1))
+            .is_pending());
+        c.complete(Status::SUCCESS);
+        assert_eq!(t1.0.load(Ordering::Relaxed), 1, "the first task");
+        assert_eq!(t2.0.load(Ordering::Relaxed), 1, "the second task");
     }
 
     /// A claimed request is out of a cancel's reach; a cancelled one cannot be claimed.

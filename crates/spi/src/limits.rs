@@ -1,0 +1,57 @@
+//! The argument checks of the `Create*` calls against an adapter's limits
+//! (`ND2_ADAPTER_INFO`), with the parameter numbers ND reports (`ND_INVALID_PARAMETER_n`,
+//! nd-reference.md G11). `netdirect` makes them before calling a provider; the SPI kit makes
+//! them again, so that a provider object reached directly (`as_spi()`) refuses what would
+//! otherwise size its queues from an unchecked number.
+
+use crate::traits::QueuePairConfig;
+use crate::{AdapterInfo, Error, Result, Status};
+
+fn check(ok: bool, param: u32) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_parameter(param))
+    }
+}
+
+/// `CreateCompletionQueue`: `depth` 1..=`MaxCompletionQueueDepth` (D3: the maximum itself is
+/// allowed), else `ND_INVALID_PARAMETER_3`.
+pub fn completion_queue(info: &AdapterInfo, depth: u32) -> Result<()> {
+    check(depth > 0 && depth <= info.max_completion_queue_depth, 3)
+}
+
+/// `CreateSharedReceiveQueue`: `ND_NOT_SUPPORTED` when `MaxSharedReceiveQueueDepth` is 0;
+/// depth → `_3`, SGE count → `_4`.
+pub fn shared_receive_queue(info: &AdapterInfo, depth: u32, max_request_sge: u32) -> Result<()> {
+    if info.max_shared_receive_queue_depth == 0 {
+        return Err(Error::new(Status::NOT_SUPPORTED));
+    }
+    check(depth > 0 && depth <= info.max_shared_receive_queue_depth, 3)?;
+    check(max_request_sge <= info.max_receive_sge, 4)
+}
+
+/// `CreateQueuePair` (receive depth `_5`, initiator depth `_6`, receive SGEs `_7`, initiator
+/// SGEs `_8`, inline size `_9`) or, with an SRQ, `CreateQueuePairWithSrq` (`ND_NOT_SUPPORTED`
+/// without SRQs; initiator depth `_6`, initiator SGEs `_7`, inline size `_8`).
+pub fn queue_pair(info: &AdapterInfo, cfg: &QueuePairConfig) -> Result<()> {
+    let i = info;
+    let initiator =
+        cfg.initiator_queue_depth > 0 && cfg.initiator_queue_depth <= i.max_initiator_queue_depth;
+    if cfg.srq.is_some() {
+        if i.max_shared_receive_queue_depth == 0 {
+            return Err(Error::new(Status::NOT_SUPPORTED));
+        }
+        check(initiator, 6)?;
+        check(cfg.max_initiator_request_sge <= i.max_initiator_sge, 7)?;
+        return check(cfg.inline_data_size <= i.max_inline_data_size, 8);
+    }
+    check(
+        cfg.receive_queue_depth > 0 && cfg.receive_queue_depth <= i.max_receive_queue_depth,
+        5,
+    )?;
+    check(initiator, 6)?;
+    check(cfg.max_receive_request_sge <= i.max_receive_sge, 7)?;
+    check(cfg.max_initiator_request_sge <= i.max_initiator_sge, 8)?;
+    check(cfg.inline_data_size <= i.max_inline_data_size, 9)
+}
