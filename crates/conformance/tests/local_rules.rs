@@ -523,3 +523,38 @@ fn provider_objects_check_the_limits_themselves() {
         Ok(())
     });
 }
+
+/// A Receive for more than `MaxTransferLength` bytes: ND_BUFFER_OVERFLOW ("more data than the
+/// hardware supports", IND2QueuePair::Receive, IND2SharedReceiveQueue::Receive), checked
+/// before anything else about its SGEs; nothing is queued.
+#[test]
+fn a_receive_beyond_the_transfer_limit_is_refused() {
+    each("receive-beyond-max-transfer", |p, ip| {
+        let a = open(p, ip)?;
+        let side = Side::on(&a, SideConfig::default())?;
+        let max = u64::from(a.query().max_transfer_length);
+        let half = u32::try_from(max / 2 + 1).unwrap_or(u32::MAX);
+        let sge = netdirect::Sge::new(side.buf.as_ptr(), half, side.mr.get_local_token());
+        // SAFETY: refused before the provider keeps or touches anything.
+        let r = unsafe { side.qp.receive(1, &[sge, sge]) };
+        expect_status(
+            r,
+            Status::BUFFER_OVERFLOW,
+            "QP Receive beyond MaxTransferLength",
+        )?;
+        if a.query().max_shared_receive_queue_depth > 0 {
+            let srq = a
+                .create_shared_receive_queue(4, 4, 0, 0, 0)
+                .ctx("create SRQ")?;
+            // SAFETY: as above.
+            let r = unsafe { srq.receive(1, &[sge, sge]) };
+            expect_status(
+                r,
+                Status::BUFFER_OVERFLOW,
+                "SRQ Receive beyond MaxTransferLength",
+            )?;
+        }
+        expect_empty(&side.rcq, "nothing completes for a refused Receive")?;
+        Ok(())
+    });
+}

@@ -71,6 +71,13 @@ impl Adapter {
         self.inner.fd()
     }
 
+    /// `CreateOverlappedFile` under its ND name: the adapter's descriptor ([`Adapter::fd`]),
+    /// borrowed for as long as the adapter lives (ND hands out a handle to close; here the
+    /// adapter owns it, and every call returns the same one).
+    pub fn create_overlapped_file(&self) -> Result<BorrowedFd<'_>> {
+        Ok(self.fd())
+    }
+
     /// Drive the adapter's I/O once without blocking (for event-loop users; see [`Adapter::fd`]).
     pub fn progress(&self) {
         self.inner.progress();
@@ -88,7 +95,7 @@ impl Adapter {
         limits::completion_queue(&self.info, depth)?;
         Ok(CompletionQueue::from_spi(
             self.inner.create_completion_queue(depth, group, affinity)?,
-            self.info.max_completion_queue_depth,
+            &self.info,
         ))
     }
 

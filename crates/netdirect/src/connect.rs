@@ -104,7 +104,8 @@ impl Connector {
 
     /// `GetPrivateData`: copy the peer's private data into `buf` and return its full length.
     /// If `buf` is too short, the prefix that fits is copied and the result is `Err` with
-    /// `ND_BUFFER_OVERFLOW`; [`Connector::private_data`] returns all of it.
+    /// `ND_BUFFER_OVERFLOW`; [`Connector::private_data`] returns all of it (ND's sizing probe
+    /// `GetPrivateData(NULL, &len)` is `private_data()?.len()`).
     pub fn get_private_data(&self, buf: &mut [u8]) -> Result<usize> {
         let pd = self.inner.private_data()?;
         let n = pd.len().min(buf.len());

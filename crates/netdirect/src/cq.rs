@@ -13,6 +13,8 @@ pub struct CompletionQueue {
     inner: Arc<dyn traits::CompletionQueue>,
     /// The adapter's `MaxCompletionQueueDepth`, which `resize` may not exceed.
     max_depth: u32,
+    /// The adapter has `ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED`.
+    resizable: bool,
 }
 
 impl fmt::Debug for CompletionQueue {
@@ -22,8 +24,17 @@ impl fmt::Debug for CompletionQueue {
 }
 
 impl CompletionQueue {
-    pub(crate) fn from_spi(inner: Arc<dyn traits::CompletionQueue>, max_depth: u32) -> Self {
-        Self { inner, max_depth }
+    pub(crate) fn from_spi(
+        inner: Arc<dyn traits::CompletionQueue>,
+        info: &crate::AdapterInfo,
+    ) -> Self {
+        Self {
+            inner,
+            max_depth: info.max_completion_queue_depth,
+            resizable: info
+                .adapter_flags
+                .contains(crate::AdapterFlags::CQ_RESIZE_SUPPORTED),
+        }
     }
 
     /// The SPI object.
@@ -49,8 +60,12 @@ impl CompletionQueue {
     }
 
     /// `Resize`: `ND_BUFFER_OVERFLOW` (queue unchanged) if `depth` is below the queued count;
-    /// `ND_INVALID_PARAMETER` for 0 or more than the adapter's `MaxCompletionQueueDepth`.
+    /// `ND_INVALID_PARAMETER` for 0 or more than the adapter's `MaxCompletionQueueDepth`;
+    /// `ND_NOT_SUPPORTED` on an adapter without `ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED`.
     pub fn resize(&self, depth: u32) -> Result<()> {
+        if !self.resizable {
+            return Err(crate::Error::new(crate::Status::NOT_SUPPORTED));
+        }
         if depth == 0 || depth > self.max_depth {
             return Err(crate::Error::new(crate::Status::INVALID_PARAMETER));
         }
@@ -78,7 +93,9 @@ impl CompletionQueue {
             if n > 0 || results.is_empty() {
                 return Ok(n);
             }
-            self.notify(NotifyType::Any)?.await?;
+            // Dropping this future (a timeout, a `select!`) withdraws its Notify: an armed
+            // request nobody awaits would pile up.
+            self.notify(NotifyType::Any)?.cancel_on_drop().await?;
         }
     }
 
@@ -112,7 +129,9 @@ impl SharedReceiveQueue {
         &self.inner
     }
 
-    /// `Receive`.
+    /// `Receive`. Synchronous errors (nothing is queued): `ND_NO_MORE_ENTRIES` (queue full),
+    /// `ND_DATA_OVERRUN` (too many SGEs), `ND_BUFFER_OVERFLOW` (more than `MaxTransferLength`
+    /// bytes), `ND_ACCESS_VIOLATION` (an SGE outside a registration with local write).
     ///
     /// # Safety
     /// The memory the SGEs name (inside registered regions) must not be read or written by the

@@ -243,15 +243,25 @@ impl Buffer {
     }
 
     /// An SGE for `range` of this buffer under the local `token` of the region it is registered
-    /// with. Panics if `range` is out of bounds or longer than `u32::MAX`.
+    /// with.
+    ///
+    /// # Panics
+    /// If `range` is out of bounds or longer than `u32::MAX` bytes, as slice indexing does;
+    /// [`Buffer::try_sge`] says `None` instead.
     pub fn sge(&self, range: Range<usize>, token: u32) -> Sge {
-        assert!(
-            range.start <= range.end && range.end <= self.len,
-            "range out of bounds"
-        );
-        let len = u32::try_from(range.end - range.start).expect("an SGE is at most 4 GiB");
+        self.try_sge(range, token)
+            .expect("SGE range inside the buffer and at most 4 GiB")
+    }
+
+    /// An SGE for `range` of this buffer under `token`; `None` if `range` is out of bounds or
+    /// longer than `u32::MAX` bytes.
+    pub fn try_sge(&self, range: Range<usize>, token: u32) -> Option<Sge> {
+        if range.start > range.end || range.end > self.len {
+            return None;
+        }
+        let len = u32::try_from(range.end - range.start).ok()?;
         // SAFETY: in bounds of the allocation (checked above).
-        Sge::new(unsafe { self.ptr.add(range.start) }, len, token)
+        Some(Sge::new(unsafe { self.ptr.add(range.start) }, len, token))
     }
 
     /// The bytes, shared.
@@ -272,5 +282,26 @@ impl Buffer {
     pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
         // SAFETY: valid for `len` bytes; the caller rules out every other access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sizes no allocator gives are an error, not a panic; ranges outside a buffer are `None`.
+    #[test]
+    fn impossible_sizes_and_ranges_are_refused() {
+        for len in [usize::MAX, usize::MAX - 10, isize::MAX as usize + 1] {
+            assert!(Buffer::new(len).is_err(), "Buffer::new({len})");
+        }
+        let b = Buffer::new(100).expect("buffer");
+        assert!(b.try_sge(0..100, 7).is_some());
+        assert!(b.try_sge(0..101, 7).is_none());
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 50..10;
+        assert!(b.try_sge(backwards, 7).is_none());
+        assert!(b.try_sge(usize::MAX..usize::MAX, 7).is_none());
+        assert_eq!(Error::new(Status::SUCCESS).status(), Status::SUCCESS);
     }
 }

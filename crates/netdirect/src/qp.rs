@@ -71,6 +71,11 @@ impl QueuePair {
     /// `Receive` into the SGEs; may be posted before connecting. A Send larger than the
     /// Receive completes it with `ND_DATA_OVERRUN` and terminates the connection.
     ///
+    /// Synchronous errors (nothing is queued): `ND_NO_MORE_ENTRIES` (receive queue full),
+    /// `ND_DATA_OVERRUN` (too many SGEs), `ND_BUFFER_OVERFLOW` (more than
+    /// `MaxTransferLength` bytes), `ND_INVALID_DEVICE_REQUEST` (the queue pair takes its
+    /// Receives from a shared receive queue).
+    ///
     /// # Safety
     /// The memory must not be read or written until the Receive completes.
     pub unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {

@@ -29,6 +29,10 @@ pub trait AdapterState: Send + Sync + 'static {
     fn driver(&self) -> Arc<dyn Driver>;
     /// `ND2_ADAPTER_INFO::MaxRegistrationSize`.
     fn max_registration_size(&self) -> usize;
+    /// `ND2_ADAPTER_INFO::MaxTransferLength`: a Receive for more is `ND_BUFFER_OVERFLOW`.
+    fn max_transfer_length(&self) -> u64 {
+        u64::MAX
+    }
 }
 
 /// What every object of one software adapter shares: the provider's engine `E` (which
@@ -67,6 +71,10 @@ impl<E: Driver + 'static, C: Send + Sync + 'static> AdapterState for Shared<E, C
 
     fn max_registration_size(&self) -> usize {
         self.info.max_registration_size
+    }
+
+    fn max_transfer_length(&self) -> u64 {
+        u64::from(self.info.max_transfer_length)
     }
 }
 

@@ -88,7 +88,10 @@ impl SharedMemory {
     fn make(len: usize) -> io::Result<Self> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let page = rustix::param::page_size();
-        let len = len.max(1).next_multiple_of(page);
+        let len = len
+            .max(1)
+            .checked_next_multiple_of(page)
+            .ok_or_else(|| io::Error::from_raw_os_error(Errno::NOMEM.raw_os_error()))?;
         let fd = rustix::fs::memfd_create(
             "netdirect-buffer",
             MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,

@@ -133,7 +133,10 @@ impl<T> WrQueue<T> {
     /// `table` through `cache`. On failure nothing is queued or held, and the request comes
     /// back with the reason.
     ///
-    /// The queue must not be full and `sge` must fit ([`WrQueue::max_segs`]).
+    /// # Panics
+    /// If the queue is full or `sge` does not fit ([`WrQueue::max_segs`]): the caller reports
+    /// those (`ND_NO_MORE_ENTRIES`, `ND_DATA_OVERRUN`) first. Checked in release builds too:
+    /// a request spilling into the next one's segments would corrupt what keeps memory alive.
     pub fn push_checked(
         &mut self,
         wr: T,
@@ -142,7 +145,10 @@ impl<T> WrQueue<T> {
         cache: &mut LocalCache,
         table: &Table,
     ) -> Result<(), (T, AccessError)> {
-        debug_assert!(!self.is_full() && sge.len() <= self.per);
+        assert!(
+            !self.is_full() && sge.len() <= self.per,
+            "WrQueue::push_checked beyond the queue's depth or SGE limit"
+        );
         let base = self.base(self.wrs.len());
         for (i, s) in sge.iter().enumerate() {
             let addr = s.buffer as usize as u64;
@@ -187,14 +193,18 @@ impl<T> WrQueue<T> {
     /// checked elsewhere, such as those a shared receive queue hands over). If `make` fails,
     /// the segments made so far are released and nothing is queued.
     ///
-    /// The queue must not be full and `n` must fit ([`WrQueue::max_segs`]).
+    /// # Panics
+    /// As [`WrQueue::push_checked`], if the queue is full or `n` does not fit.
     pub fn push_with<E>(
         &mut self,
         n: usize,
         mut make: impl FnMut(usize) -> Result<Seg, E>,
         wr: impl FnOnce(&[Seg]) -> T,
     ) -> Result<(), E> {
-        debug_assert!(!self.is_full() && n <= self.per);
+        assert!(
+            !self.is_full() && n <= self.per,
+            "WrQueue::push_with beyond the queue's depth or SGE limit"
+        );
         let base = self.base(self.wrs.len());
         for i in 0..n {
             match make(i) {

@@ -499,6 +499,10 @@ impl TcpQp {
             return fail(Status::NO_MORE_ENTRIES);
         }
         let total = total_len(sge);
+        if total > self.max_transfer {
+            // "The request referenced more data than is supported" (IND2QueuePair::Receive).
+            return fail(Status::BUFFER_OVERFLOW);
+        }
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_recv(context, Status::CANCELED, 0, false);

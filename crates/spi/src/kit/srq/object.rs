@@ -159,9 +159,13 @@ impl<P: SrqProvider> SharedReceiveQueue for Srq<P> {
         if sge.len() > self.core.max_segs() || sge.len() > MAX_SRQ_SGE {
             return fail(Status::DATA_OVERRUN);
         }
+        let total: u64 = sge.iter().map(|s| u64::from(s.buffer_length)).sum();
+        if total > self.adapter.max_transfer_length() {
+            // "The request referenced more data than is supported" (IND2SharedReceiveQueue).
+            return fail(Status::BUFFER_OVERFLOW);
+        }
         let mrs = self.adapter.registrations();
         let mut segs = [const { Seg::EMPTY }; MAX_SRQ_SGE];
-        let mut total = 0u64;
         for (dst, s) in segs.iter_mut().zip(sge) {
             let (addr, len) = (s.buffer as usize as u64, u64::from(s.buffer_length));
             let Some(reg) = mrs
@@ -175,7 +179,6 @@ impl<P: SrqProvider> SharedReceiveQueue for Srq<P> {
                 len: s.buffer_length,
                 reg: Some(reg),
             };
-            total += len;
         }
         let segs = &mut segs[..sge.len()];
         self.core
