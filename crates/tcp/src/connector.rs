@@ -158,7 +158,16 @@ fn drive(this: &TcpConnector) {
                 match init.handle_reply(reply) {
                     Ok(None) => continue,
                     Ok(Some(_)) => break Some(Ok(())),
-                    Err(_) => break Some(Err(Status::CONNECTION_REFUSED)),
+                    Err(e) => {
+                        // A Reply that leaves no RTR we can use gets the one Terminate RFC
+                        // 6581 §9.2 asks for before the close (best effort: the connection
+                        // is refused either way).
+                        if let Some(t) = init.terminate_for(&e, reply) {
+                            let _ = sockets::write_all(s, &t);
+                            let _ = s.shutdown(std::net::Shutdown::Write);
+                        }
+                        break Some(Err(Status::CONNECTION_REFUSED));
+                    }
                 }
             }
             Err(rustix::io::Errno::AGAIN) => break None,

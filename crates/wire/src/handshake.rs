@@ -42,7 +42,7 @@ use crate::mpa::{
     EnhancedData, FrameKind, MpaError, MpaFlags, MpaFrame, RtrTypes, INTEROP_PRIVATE_DATA,
     INTEROP_ULP_PRIVATE_DATA, IRD_ORD_MASK, REVISION_1, REVISION_2,
 };
-use crate::rdmap::{Opcode, ReadRequest};
+use crate::rdmap::{Opcode, ReadRequest, Terminate, TERMINATE_MAX_LEN};
 use crate::sequence::TxMsn;
 
 /// The zero-length message the Initiator sends as its Ready-To-Receive in MPA
@@ -215,6 +215,25 @@ impl Initiator {
             ulp_data: &self.cfg.private_data,
         }
         .to_vec()
+    }
+
+    /// The Terminate to send when [`Initiator::handle_reply`] failed on the Reply in `buf`
+    /// with an error that ends a negotiation the Reply itself completed, so that FPDU framing
+    /// is on: [`MpaError::NoMatchingRtr`] (RFC 6581 §9.2 item 3: "it sends a Terminate with
+    /// 0x2/0x0/0x07 and closes", iwarp-wire.md §2.9). Framed with the CRC setting the
+    /// exchange agreed (either side's C). `None` for any other failure: a frame that could
+    /// not be read leaves no framing to speak in, and the connection just closes (RFC 5044
+    /// §7.1.2).
+    #[must_use]
+    pub fn terminate_for(&self, err: &MpaError, buf: &[u8]) -> Option<Vec<u8>> {
+        if *err != MpaError::NoMatchingRtr {
+            return None;
+        }
+        let (f, _) = MpaFrame::decode(buf).ok()??;
+        let crc = self.cfg.crc || f.flags.contains(MpaFlags::CRC);
+        let mut body = [0u8; TERMINATE_MAX_LEN];
+        let n = Terminate::new(err.term_error()).encode(&mut body);
+        Some(encode_fpdu(&DdpHeader::terminate(), &body[..n], &[], crc))
     }
 
     /// Feeds the bytes received so far (the caller keeps bytes this call does

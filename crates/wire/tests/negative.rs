@@ -192,6 +192,29 @@ fn mpa_no_matching_rtr() {
         initiator(true).handle_reply(&f),
         Err(MpaError::NoMatchingRtr)
     );
+    // RFC 6581 §9.2: the Initiator answers with one Terminate 0x2/0x0/0x07, framed with the
+    // CRC the exchange agreed: here the Reply's C (ours was off).
+    let f = frame(
+        FrameKind::Reply,
+        MpaFlags::CRC,
+        2,
+        word(true, RtrTypes::SEND),
+        b"",
+    );
+    let init = initiator(true);
+    let e = init.clone().handle_reply(&f).expect_err("no usable RTR");
+    let t = init.terminate_for(&e, &f).expect("a Terminate");
+    let mut d = Deframer::new(true, 65535);
+    let (ev, _) = d.next(&t).expect("a valid FPDU with CRC");
+    let Some(Event::Header(h)) = ev else {
+        panic!("expected a header, got {ev:?}");
+    };
+    assert_eq!(
+        h.terminate.map(|t| t.error),
+        Some(TermError::LlpNoMatchingRtr)
+    );
+    // Other failures: no framing to speak in, no Terminate.
+    assert_eq!(init.terminate_for(&MpaError::MarkersRequested, &f), None);
     assert_eq!(MpaError::NoMatchingRtr.terminate_code(), 0x07);
     assert_eq!(
         MpaError::NoMatchingRtr.term_error(),
