@@ -53,16 +53,18 @@ struct Cell {
 const TCP_LAT: &str = "tcp-pingpong 8 B";
 const TCP_LAT_B: &str = "tcp-pingpong 8 B, blocking";
 const TCP_BW: &str = "tcp-stream 1 MiB";
+const TCP_BW_4K: &str = "tcp-stream 4 KiB";
 
 #[rustfmt::skip]
 const CELLS: &[Cell] = &[
     Cell { test: TCP_LAT, args: &["tcp-pingpong", "--size", "8"], iterations: 20_000, per_provider: false, latency: true, yardstick: None },
     Cell { test: TCP_LAT_B, args: &["tcp-pingpong", "--size", "8", "--blocking"], iterations: 5_000, per_provider: false, latency: true, yardstick: None },
     Cell { test: TCP_BW, args: &["tcp-stream", "--size", "1048576", "--spin"], iterations: 500, per_provider: false, latency: false, yardstick: None },
+    Cell { test: TCP_BW_4K, args: &["tcp-stream", "--size", "4096", "--spin"], iterations: 20_000, per_provider: false, latency: false, yardstick: None },
     Cell { test: "pingpong 8 B", args: &["pingpong", "--size", "8"], iterations: 20_000, per_provider: true, latency: true, yardstick: Some(TCP_LAT) },
     Cell { test: "pingpong 8 B, blocking", args: &["pingpong", "--size", "8", "--blocking"], iterations: 5_000, per_provider: true, latency: true, yardstick: Some(TCP_LAT_B) },
     Cell { test: "rpingpong 8 B", args: &["rpingpong", "--size", "8"], iterations: 20_000, per_provider: true, latency: true, yardstick: Some(TCP_LAT) },
-    Cell { test: "ping 4 KiB", args: &["ping", "--size", "4096"], iterations: 20_000, per_provider: true, latency: false, yardstick: Some(TCP_BW) },
+    Cell { test: "ping 4 KiB", args: &["ping", "--size", "4096"], iterations: 20_000, per_provider: true, latency: false, yardstick: Some(TCP_BW_4K) },
     Cell { test: "rping write 1 MiB", args: &["rping", "--op", "write", "--size", "1048576"], iterations: 500, per_provider: true, latency: false, yardstick: Some(TCP_BW) },
     Cell { test: "rping read 1 MiB", args: &["rping", "--op", "read", "--size", "1048576"], iterations: 500, per_provider: true, latency: false, yardstick: Some(TCP_BW) },
 ];

@@ -6,7 +6,8 @@ use netdirect::{AdapterFlags, Provider, ND_VERSION_2};
 ///
 /// JSON: an array with one object per provider: `provider`, `adapters` (one object per
 /// adapter: `addresses` and every ND2_ADAPTER_INFO field under its ND name, `AdapterFlags` as
-/// flag names), `variables` (`name`, `default`, `meaning` of every configuration variable).
+/// flag names), `variables` (`name`, `default`, `meaning` of every configuration variable);
+/// then one object with `provider` null and the library's own `variables` (`ND_PROVIDER`).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Only this provider.
@@ -16,6 +17,13 @@ pub(crate) struct Args {
     #[arg(long)]
     json: bool,
 }
+
+/// The library's own variable, read by `Provider::from_env` (not by an adapter).
+const LIBRARY_VARIABLES: &[(&str, &str, &str)] = &[(
+    "ND_PROVIDER",
+    netdirect::DEFAULT_PROVIDER,
+    "which provider Provider::from_env opens: a name, a list tried in order (shm,tcp), or ^name to exclude one (FI_PROVIDER syntax)",
+)];
 
 /// Every configuration variable of provider `name`: (name, default, meaning), as `fi_info -e`
 /// lists them.
@@ -173,7 +181,18 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         }
     }
     if args.json {
+        json.push(serde_json::json!({
+            "provider": null,
+            "variables": LIBRARY_VARIABLES.iter().map(|(name, default, meaning)| serde_json::json!({
+                "name": name, "default": default, "meaning": meaning,
+            })).collect::<Vec<_>>(),
+        }));
         println!("{}", serde_json::Value::Array(json));
+    } else {
+        println!("library configuration (environment variables):");
+        for (name, default, meaning) in LIBRARY_VARIABLES {
+            println!("    {name:<28} default {default:<8} {meaning}");
+        }
     }
     Ok(())
 }

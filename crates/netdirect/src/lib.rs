@@ -8,6 +8,7 @@
 //!
 //! Providers, all in software, no RDMA hardware needed:
 //! * `tcp` (default): iWARP — RDMAP, DDP, MPA v2 — over kernel TCP; interoperates on the wire.
+//! * `shm`: same-host, over lock-free rings in shared memory, with every ND semantic of `tcp`.
 //!
 //! Select one with `ND_PROVIDER` (`tcp`, `shm,tcp`, `^shm`) or [`Provider::open`].
 //!

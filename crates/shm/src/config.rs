@@ -63,8 +63,9 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "RDMA Writes of at least this many KiB are pulled by the target straight from \
                   the initiator's memory into the registered target (process_vm_readv, one \
                   copy, one core) when the kernel allows it; 0 (the default) sends every Write \
-                  through the data area, two copies that two cores pipeline, which measured \
-                  faster here (1 MiB: up to 28 GB/s against process_vm_readv's 11-21 GB/s)",
+                  not mapped (ND_SHM_MAP_MIN_KIB) through the data area, two copies that two \
+                  cores pipeline, which measured faster here (1 MiB: up to 28 GB/s against \
+                  process_vm_readv's 11-21 GB/s)",
     },
 ];
 
