@@ -558,3 +558,139 @@ fn a_receive_beyond_the_transfer_limit_is_refused() {
         Ok(())
     });
 }
+
+/// A port nobody listens on (a listener bound and released).
+fn dead_port(a: &netdirect::Adapter, ip: IpAddr) -> Check<SocketAddr> {
+    let (l, addr) = netdirect_conformance::side::listen(a, SocketAddr::new(ip, 0), 1)?;
+    drop(l);
+    Ok(addr)
+}
+
+/// A refused Connect leaves the connector usable (IND2Connector::Connect: "The connection
+/// attempt may be retried"): never bound, it has no local address afterwards
+/// (ND_CONNECTION_INVALID, "neither connected nor connecting"); bound, it may Connect again.
+#[test]
+fn a_refused_connect_leaves_the_connector_as_it_was() {
+    each("connector-after-refusal", |p, ip| {
+        let a = open(p, ip)?;
+        let dead = dead_port(&a, ip)?;
+        let side = Side::on(&a, SideConfig::default())?;
+        let c = a.create_connector().ctx("create connector")?;
+        let ov = c.connect(&side.qp, dead, 0, 0, &[]).ctx("Connect")?;
+        wait_status(&ov, Status::CONNECTION_REFUSED, "Connect to nobody")?;
+        expect_status(
+            c.get_local_address(),
+            Status::CONNECTION_INVALID,
+            "GetLocalAddress of a never-bound connector after a refusal",
+        )?;
+        // Bound first: a retry on the same connector is refused again, not ND_CONNECTION_ACTIVE.
+        c.bind(SocketAddr::new(ip, 0)).ctx("Connector::bind")?;
+        let ov = c.connect(&side.qp, dead, 0, 0, &[]).ctx("Connect")?;
+        wait_status(&ov, Status::CONNECTION_REFUSED, "bound Connect to nobody")?;
+        let ov = c.connect(&side.qp, dead, 0, 0, &[]).ctx("Connect again")?;
+        wait_status(&ov, Status::CONNECTION_REFUSED, "the retry")
+    });
+}
+
+/// A Connect to another local address at a listener's port (IPv4: 127.0.0.2, still this
+/// host): nobody listens there, so it is refused as "no listener", with no private data, and
+/// the connector may try again.
+#[test]
+fn a_connect_to_another_local_address_is_refused_and_retryable() {
+    each("connect-other-local-address", |p, ip| {
+        if ip.is_ipv6() {
+            return Ok(()); // ::1 is the only IPv6 loopback address
+        }
+        let a = open(p, ip)?;
+        let (_l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let other = SocketAddr::new(std::net::Ipv4Addr::new(127, 0, 0, 2).into(), laddr.port());
+        let side = Side::on(&a, SideConfig::default())?;
+        let c = a.create_connector().ctx("create connector")?;
+        for what in ["Connect", "the retry"] {
+            let ov = c.connect(&side.qp, other, 0, 0, &[]).ctx(what)?;
+            wait_status(&ov, Status::CONNECTION_REFUSED, what)?;
+        }
+        Ok(())
+    });
+}
+
+/// Accept after the connecting side gave up (cancelled its Connect, which closes its end):
+/// ND_CONNECTION_REFUSED, whichever provider.
+#[test]
+fn accept_after_the_connecting_side_gave_up_is_refused() {
+    each("accept-after-abandon", |p, ip| {
+        let a = open(p, ip)?;
+        let (l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let server = Side::on(&a, SideConfig::default())?;
+        let client = Side::on(&a, SideConfig::default())?;
+        let gcr = l
+            .get_connection_request(&server.connector)
+            .ctx("GetConnectionRequest")?;
+        let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
+        wait_ok(&gcr, "GetConnectionRequest")?;
+        client
+            .connector
+            .cancel_overlapped_requests()
+            .ctx("CancelOverlappedRequests")?;
+        wait_status(&cov, Status::CANCELED, "the cancelled Connect")?;
+        let aov = server
+            .connector
+            .accept(&server.qp, 0, 0, &[])
+            .ctx("Accept")?;
+        wait_status(
+            &aov,
+            Status::CONNECTION_REFUSED,
+            "Accept of an abandoned request",
+        )
+    });
+}
+
+/// A connector's port is free again once its connection ended and the connector and queue
+/// pair are released, though the completion queue they used lives on (a server keeps its CQ
+/// across connections; ndmpic-style clients reuse a fixed local port, R-CONN-2): six
+/// connections in a row from the same local port, over the same two CQs.
+#[test]
+fn a_connectors_port_is_free_again_while_its_cq_lives_on() {
+    each("connector-port-reuse", |p, ip| {
+        if p.name() == "tcp" {
+            // Over TCP the side that closes first keeps its port in TIME_WAIT for a minute
+            // (RFC 793), whatever the provider does: an immediate re-Bind is not ND's to give.
+            return Ok(());
+        }
+        let a = open(p, ip)?;
+        let ccq = a.create_completion_queue(16, 0, 0).ctx("client CQ")?;
+        let scq = a.create_completion_queue(16, 0, 0).ctx("server CQ")?;
+        let (l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let mut port = 0;
+        for i in 0..6 {
+            let cqp = a
+                .create_queue_pair(&ccq, &ccq, 1, 4, 4, 1, 1, 0)
+                .ctx("client QP")?;
+            let sqp = a
+                .create_queue_pair(&scq, &scq, 2, 4, 4, 1, 1, 0)
+                .ctx("server QP")?;
+            let c = a.create_connector().ctx("client connector")?;
+            let s = a.create_connector().ctx("server connector")?;
+            c.bind(SocketAddr::new(ip, port))
+                .ctx(&format!("connection {i}: Bind to port {port}"))?;
+            port = c.get_local_address().ctx("GetLocalAddress")?.port();
+            let gcr = l.get_connection_request(&s).ctx("GetConnectionRequest")?;
+            let cov = c.connect(&cqp, laddr, 0, 0, &[]).ctx("Connect")?;
+            wait_ok(&gcr, "GetConnectionRequest")?;
+            let aov = s.accept(&sqp, 0, 0, &[]).ctx("Accept")?;
+            wait_ok(&cov, "Connect")?;
+            wait_ok(
+                &c.complete_connect().ctx("CompleteConnect")?,
+                "CompleteConnect",
+            )?;
+            wait_ok(&aov, "Accept")?;
+            wait_ok(&c.disconnect().ctx("Disconnect")?, "client Disconnect")?;
+            wait_ok(&s.disconnect().ctx("Disconnect")?, "server Disconnect")?;
+            // Poll both CQs once, as a server's loop would.
+            let mut r = [netdirect::NdResult::EMPTY; 4];
+            let _ = ccq.get_results(&mut r);
+            let _ = scq.get_results(&mut r);
+        }
+        Ok(())
+    });
+}

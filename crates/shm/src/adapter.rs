@@ -52,7 +52,7 @@ pub(crate) fn adapter_info() -> AdapterInfo {
         max_inbound_read_limit: 128,
         max_outbound_read_limit: 128,
         max_receive_queue_depth: 16384,
-        max_initiator_queue_depth: 16384,
+        max_initiator_queue_depth: crate::qp::MAX_ANSWERS_OWED as u32,
         // As deep as a queue pair's own receive queue (a software queue), as tcp.
         max_shared_receive_queue_depth: 16384,
         max_completion_queue_depth: 65536,

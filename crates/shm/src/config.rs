@@ -58,6 +58,14 @@ pub const VARIABLES: &[Variable] = &[
                   receiving application drives or waits on the adapter",
     },
     Variable {
+        name: "ND_SHM_REQUEST_TIMEOUT_MS",
+        default: "5000",
+        meaning: "how long a listener waits for the REQUEST of a process that connected to its \
+                  rendezvous socket before closing the connection (as tcp's \
+                  ND_TCP_REQUEST_TIMEOUT_MS), so stray or stalled peers cannot hold its \
+                  descriptors",
+    },
+    Variable {
         name: "ND_SHM_WRITE_PULL_MIN_KIB",
         default: "0",
         meaning: "RDMA Writes of at least this many KiB are pulled by the target straight from \
@@ -83,6 +91,8 @@ pub(crate) struct Config {
     pub(crate) map_min: u64,
     /// How long a message waits for a Receive (`ND_SHM_RNR_TIMEOUT_MS`).
     pub(crate) rnr_timeout: std::time::Duration,
+    /// How long a listener waits for a REQUEST (`ND_SHM_REQUEST_TIMEOUT_MS`).
+    pub(crate) request_timeout: std::time::Duration,
 }
 
 #[cfg(not(loom))]
@@ -105,6 +115,10 @@ impl Config {
             write_pull_min,
             map_min,
             rnr_timeout: std::time::Duration::from_millis(var("ND_SHM_RNR_TIMEOUT_MS", 3_000)),
+            request_timeout: std::time::Duration::from_millis(var(
+                "ND_SHM_REQUEST_TIMEOUT_MS",
+                5_000,
+            )),
         }
     }
 }

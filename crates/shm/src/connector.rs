@@ -34,6 +34,8 @@ pub(crate) struct Connecting {
     qp: Arc<ShmQp>,
     ov: OvCompleter,
     seg: Segment,
+    /// What our REQUEST offered: the ACCEPT's limits are clamped to it.
+    offered: ReadLimits,
 }
 
 /// Active side, the peer accepted: what CompleteConnect maps onto the queue pair.
@@ -110,8 +112,13 @@ fn drive(this: &ShmConnector) {
     if matches!(got, Recv::Empty) {
         return;
     }
-    let State::Connecting(Connecting { sock, qp, ov, seg }) =
-        std::mem::replace(&mut g.state, State::Idle)
+    let State::Connecting(Connecting {
+        sock,
+        qp,
+        ov,
+        seg,
+        offered,
+    }) = std::mem::replace(&mut g.state, State::Idle)
     else {
         unreachable!()
     };
@@ -127,10 +134,13 @@ fn drive(this: &ShmConnector) {
             _,
         ) => {
             g.peer_private_data = private_data;
-            // Active GetReadLimits: the acceptor's values, swapped to our view.
+            // Active GetReadLimits: the acceptor's values, swapped to our view, and never
+            // beyond what we offered (nd-reference §2.10: "each already clamped by both ends'
+            // hardware"; tcp programs its queue pair the same way). An acceptor cannot widen
+            // how many Reads it may have outstanding against us.
             g.limits = ReadLimits {
-                inbound: ord,
-                outbound: ird,
+                inbound: ord.min(offered.inbound),
+                outbound: ird.min(offered.outbound),
             };
             g.state = State::Connected(Connected {
                 sock,
@@ -214,8 +224,10 @@ impl ConnectorProvider for Shm {
             // Shared memory reaches this host only.
             return Ok(Overlapped::completed(engine, Status::HOST_UNREACHABLE));
         }
-        let (sock, bound) = match g.take_bound_for(dest)? {
-            Some(b) => b,
+        // Whether the socket is the one `Bind` made: only that one outlives a failed attempt.
+        let bound_before = g.local;
+        let (sock, bound, from_bind) = match g.take_bound_for(dest)? {
+            Some((s, b)) => (s, b, true),
             None => {
                 let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
                 let port = proto::claim(&s, Space::Connector, dest.is_ipv6(), 0)
@@ -225,7 +237,7 @@ impl ConnectorProvider for Shm {
                 } else {
                     std::net::Ipv4Addr::UNSPECIFIED.into()
                 };
-                (s, SocketAddr::new(any, port))
+                (s, SocketAddr::new(any, port), false)
             }
         };
         // A wildcard local address becomes the address the peer is reached at (same host).
@@ -237,8 +249,17 @@ impl ConnectorProvider for Shm {
         let local = SocketAddr::new(local_ip, bound.port());
         g.local = Some(local);
         let params = this.adapter().config.params;
+        // A failed attempt leaves the connector as it was: bound if `Bind` bound it (and
+        // usable for another Connect), else unbound (the ephemeral port goes with its socket).
+        let restore = |g: &mut MutexGuard<'_, Inner>, sock: OwnedFd| {
+            if from_bind {
+                g.bound = Some((sock, bound));
+            } else {
+                g.local = bound_before;
+            }
+        };
         let Ok((seg, memfd)) = Segment::create(params) else {
-            g.bound = Some((sock, bound));
+            restore(&mut g, sock);
             return fail(Status::INSUFFICIENT_RESOURCES);
         };
         let offered = negotiate::offer(&this.adapter().info, limits);
@@ -252,8 +273,8 @@ impl ConnectorProvider for Shm {
             private_data: private_data.to_vec(),
         };
         let refused = |g: &mut MutexGuard<'_, Inner>, sock: OwnedFd| {
-            // Nobody listens: the connector (and its port) stay usable for another Connect.
-            g.bound = Some((sock, bound));
+            // Nobody listens: the connector stays usable for another Connect.
+            restore(g, sock);
             Ok(Overlapped::completed(
                 this.adapter().engine.clone(),
                 Status::CONNECTION_REFUSED,
@@ -293,6 +314,7 @@ impl ConnectorProvider for Shm {
             qp,
             ov: c,
             seg,
+            offered,
         });
         drop(g);
         drive(this);
@@ -341,7 +363,9 @@ impl ConnectorProvider for Shm {
             private_data: private_data.to_vec(),
         };
         if proto::send(&inc.sock, &reply, None).is_err() {
-            return Ok(Overlapped::completed(engine, Status::CONNECTION_ABORTED));
+            // The connecting side went away before our answer: refused, as tcp reports it
+            // (its Reply is written, and the Accept then finds the connection reset).
+            return Ok(Overlapped::completed(engine, Status::CONNECTION_REFUSED));
         }
         // After Accept, GetReadLimits reports the negotiated limits from our point of view.
         g.limits = ReadLimits {

@@ -21,7 +21,10 @@ use netdirect_spi::{NdResult, NotifyType, Result};
 
 use crate::link::Link;
 
-/// Links polled without a lock; further ones go to the overflow list.
+/// Links polled without a lock; further ones go to the overflow list. A slot is never
+/// emptied (a poller may be reading it without a lock or a reference count), so a closed link
+/// stays here until the CQ goes: it has let go of its socket (and so its port) and of the
+/// peer memory it mapped when it closed (`Link::close_local`), and keeps its segment mapping.
 const FAST_LINKS: usize = 4;
 /// [`ShmCq::wanting`]'s bit for the overflow list.
 const OVERFLOW: u32 = 1 << FAST_LINKS;

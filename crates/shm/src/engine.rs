@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use netdirect_spi::kit::overlapped::Driver;
+use netdirect_spi::kit::timers::Timers;
 use netdirect_spi::kit::waiters::Waiters;
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{eventfd, EventfdFlags};
@@ -45,6 +46,9 @@ use crate::link::Link;
 pub(crate) trait Source: Send + Sync {
     /// The descriptor is readable (or hung up): do what can be done without blocking.
     fn on_ready(&self);
+
+    /// A deadline set with [`Engine::add_timer`] passed (checked whenever the engine is driven).
+    fn on_timer(&self) {}
 }
 
 const WAKE_TOKEN: u64 = 0;
@@ -59,6 +63,8 @@ pub(crate) struct Engine {
     /// a peer's WAKE), the others followers (`kit::waiters`).
     waiters: Waiters,
     fd_exported: AtomicBool,
+    /// Deadlines (listeners' waits for a REQUEST).
+    timers: Timers<dyn Source>,
 }
 
 impl fmt::Debug for Engine {
@@ -128,6 +134,7 @@ impl Engine {
             links: Mutex::new(Slab::new()),
             waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
+            timers: Timers::new(),
         }))
     }
 
@@ -184,6 +191,20 @@ impl Engine {
             });
         }
         self.epfd.as_fd()
+    }
+
+    /// Call `source.on_timer()` once `at` has passed.
+    pub(crate) fn add_timer(&self, at: std::time::Instant, source: Weak<dyn Source>) {
+        self.timers.add(at, source);
+    }
+
+    /// Fire the deadlines that passed; how long until the next one.
+    fn run_timers(&self) -> Option<Duration> {
+        let (due, next) = self.timers.take_due();
+        for s in due {
+            s.on_timer();
+        }
+        next
     }
 
     /// Take and release the lock of every connected queue pair: whatever ran under one when
@@ -251,6 +272,9 @@ impl Engine {
     fn lead(&self, timeout: Option<Duration>) {
         let mut ready = false;
         let mut timeout = timeout;
+        if let Some(d) = self.run_timers() {
+            timeout = Some(timeout.map_or(d, |t| t.min(d)));
+        }
         self.for_each_link(|l| {
             ready |= l.arm();
             // A message held for want of a Receive: wake when its bound runs out.
@@ -276,6 +300,7 @@ impl Engine {
 impl Driver for Engine {
     fn progress(&self) {
         self.poll(Some(Duration::ZERO));
+        self.run_timers();
         self.for_each_link(|l| l.progress());
     }
 

@@ -152,9 +152,15 @@ impl Forger {
     }
 
     /// Ring positions left before the forger would overwrite a record the victim may not have
-    /// consumed.
+    /// consumed, counted from the start (the fuzz target writes one lap at most).
     pub fn room(&self) -> u32 {
         self.link.tx().cells() - self.pos
+    }
+
+    /// Records forged that the victim has not consumed yet (for forging past one lap).
+    pub fn in_flight(&self) -> u32 {
+        let taken = self.link.tx().tail().load(Ordering::Acquire) as u32;
+        self.pos.wrapping_sub(taken)
     }
 
     /// Publish one record: `word` is kind | flags << 8, `inline` its cell bytes (at most 48).

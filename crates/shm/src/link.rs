@@ -22,8 +22,10 @@ pub(crate) struct Link {
     side: usize,
     /// The socket, in the engine's epoll set until the peer's end-of-file.
     reg: Mutex<Option<Registered>>,
-    /// The same socket, for sending (kept after it leaves the epoll set).
-    pub(crate) sock: OwnedFd,
+    /// The same socket, for sending (kept after it leaves the epoll set), until the local
+    /// side closes: then it is closed, which frees its name (a connector's port) even while
+    /// a completion queue still polls this `Link` (`ShmCq`'s lock-free slots).
+    sock: Mutex<Option<OwnedFd>>,
     engine: Arc<Engine>,
     link_key: AtomicU64,
     qp: Weak<ShmQp>,
@@ -80,7 +82,7 @@ impl Link {
                 seg,
                 side,
                 reg: Mutex::new(reg),
-                sock: send,
+                sock: Mutex::new(Some(send)),
                 engine: engine.clone(),
                 link_key: AtomicU64::new(u64::MAX),
                 qp,
@@ -162,7 +164,27 @@ impl Link {
 
     fn ring_doorbell(&self) {
         // A full socket already holds a WAKE the peer has not read: nothing lost.
-        let _ = proto::send(&self.sock, &Msg::Wake, None);
+        let _ = self.send_msg(&Msg::Wake, None);
+    }
+
+    /// Send a control message to the peer; `Err` once the local side closed.
+    pub(crate) fn send_msg(
+        &self,
+        msg: &Msg,
+        fd: Option<std::os::fd::BorrowedFd<'_>>,
+    ) -> Result<(), rustix::io::Errno> {
+        match &*self.sock.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(s) => proto::send(s, msg, fd),
+            None => Err(rustix::io::Errno::PIPE),
+        }
+    }
+
+    /// Receive a control message from the peer (end-of-file once the local side closed).
+    pub(crate) fn recv_msg(&self) -> Recv {
+        match &*self.sock.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(s) => proto::recv(s),
+            None => Recv::Eof,
+        }
     }
 
     /// The queue pair's output is blocked for want of ring space (`yes`; it stored the tails
@@ -243,7 +265,7 @@ impl Link {
         }
         self.take_back_memories();
         for _ in 0..max {
-            match proto::recv(&self.sock) {
+            match self.recv_msg() {
                 Recv::Msg(msg, fd) => self.on_message(msg, fd),
                 Recv::Empty => return false,
                 Recv::Eof => {
@@ -320,7 +342,13 @@ impl Link {
             return;
         }
         self.me().closed.store(1, Ordering::Release);
-        let _ = rustix::net::shutdown(&self.sock, rustix::net::Shutdown::Write);
+        if let Some(s) = self.sock.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // End-of-file for the peer, sent before the descriptor goes (closing alone would
+            // not say it while another descriptor of the socket were open).
+            let _ = rustix::net::shutdown(&s, rustix::net::Shutdown::Write);
+        }
+        // The peer's memories we mapped: no grant can come any more.
+        self.maps.forget_peer_memories();
         self.disarm();
         if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
             drop(r.into_inner());

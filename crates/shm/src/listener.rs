@@ -128,6 +128,12 @@ impl ListenerProvider for Shm {
                     if let Ok(reg) = this.adapter().engine.register(sock, src) {
                         *hs.sock.lock().unwrap_or_else(|e| e.into_inner()) = Some(reg);
                         this.lock().handshakes.push(hs.clone());
+                        // A process that connects and never completes its REQUEST is dropped,
+                        // as tcp drops a stalled MPA Request: otherwise it would hold a
+                        // descriptor for the listener's life.
+                        let at = std::time::Instant::now() + this.adapter().config.request_timeout;
+                        let src: Weak<dyn Source> = Arc::downgrade(&hs) as Weak<dyn Source>;
+                        this.adapter().engine.add_timer(at, src);
                         hs.on_ready();
                     }
                 }
@@ -165,6 +171,19 @@ pub(crate) struct Handshake {
 }
 
 impl Source for Handshake {
+    /// The REQUEST did not come in time: close the connection (the peer sees end-of-file).
+    fn on_timer(&self) {
+        let Some(me) = self.listener.upgrade() else {
+            return;
+        };
+        let sock = self.sock.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if sock.is_none() {
+            return; // delivered or failed already
+        }
+        drop(sock);
+        me.finish_handshake(self, None);
+    }
+
     fn on_ready(&self) {
         let Some(me) = self.listener.upgrade() else {
             return;
@@ -185,10 +204,7 @@ impl Source for Handshake {
             // connecting side sees end-of-file, ND_CONNECTION_REFUSED.
             _ => None,
         };
-        let hs = me.lock().find_handshake(self);
-        if let Some(hs) = hs {
-            me.deliver(&hs, inc);
-        }
+        me.finish_handshake(self, inc);
     }
 }
 
@@ -200,13 +216,10 @@ fn check_request(
     request: Request,
 ) -> Option<Incoming> {
     if !serves(l, &request.dst) || request.src.is_ipv6() != request.dst.is_ipv6() {
-        let _ = proto::send(
-            &sock,
-            &Msg::Reject {
-                private_data: Vec::new(),
-            },
-            None,
-        );
+        // Not for this listener (it shares the port's name with other local addresses): as
+        // over TCP, nobody listens there. Closing (no REJECT) makes it a plain refusal, which
+        // leaves the connector usable for another Connect.
+        drop(sock);
         return None;
     }
     let seg = Segment::open(memfd, request.params)?;

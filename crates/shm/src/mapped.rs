@@ -75,6 +75,12 @@ pub(crate) struct Maps {
 }
 
 impl Maps {
+    /// The connection ended: drop the peer's memories we mapped (a copy in progress keeps
+    /// its own reference until it is done).
+    pub(crate) fn forget_peer_memories(&self) {
+        self.peer.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// Our MAPW or MAPR is in the ring (`true`), or its GRANT came (`false`).
     pub(crate) fn asking(&self, yes: bool) {
         self.asking.store(yes, Ordering::Release);
@@ -152,7 +158,10 @@ impl Link {
         if sent.len() >= MAX_MAPS {
             return false;
         }
-        if proto::send(&self.sock, &Msg::Map { id: m.id() }, Some(m.fd())).is_err() {
+        if self
+            .send_msg(&Msg::Map { id: m.id() }, Some(m.fd()))
+            .is_err()
+        {
             return false;
         }
         sent.push((m.id(), owner));
@@ -172,8 +181,7 @@ impl Link {
         // no GRANT naming it is in the ring or will be.
         sent.retain(|(id, owner)| {
             // Kept while the message cannot be sent (socket full): tried again next time.
-            owner.strong_count() > 0
-                || proto::send(&self.sock, &Msg::Unmap { id: *id }, None).is_err()
+            owner.strong_count() > 0 || self.send_msg(&Msg::Unmap { id: *id }, None).is_err()
         });
     }
 
@@ -186,7 +194,7 @@ impl Link {
         // The MAP message was sent before the GRANT was published: it is in the socket,
         // possibly behind WAKE messages.
         for _ in 0..64 {
-            match proto::recv(&self.sock) {
+            match self.recv_msg() {
                 proto::Recv::Msg(msg, fd) => self.on_message(msg, fd),
                 proto::Recv::Empty => break,
                 proto::Recv::Eof => {

@@ -42,6 +42,9 @@ pub(crate) const LIVENESS_POLLS: u32 = 4096;
 
 /// Largest inline (`ND_OP_FLAG_INLINE`) Send, as in `tcp`.
 const INLINE_LIMIT: u64 = 1024;
+/// Answers (ACKs, Read responses, grants) we may owe a peer at once: its initiator queue's
+/// most (the adapter's `MaxInitiatorQueueDepth`), whose requests each wait for one.
+pub(crate) const MAX_ANSWERS_OWED: usize = 16384;
 
 /// Where the connection of a queue pair stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1425,7 +1428,10 @@ impl ShmQp {
                     }
                 }
                 kind::WRITE | kind::WPULL | kind::READ | kind::MAPW | kind::MAPR => {
-                    if g.rx_msg.is_some() {
+                    // Each request is owed an answer. A peer has at most its initiator queue
+                    // of them awaiting ours (its Reads within that): one that asks for more
+                    // does not take our answers, and would grow this queue without bound.
+                    if g.rx_msg.is_some() || g.answers.len() >= MAX_ANSWERS_OWED {
                         return self.violation(g);
                     }
                     match self.serve(g, link, r) {
@@ -2310,6 +2316,7 @@ mod hostile {
 
     use super::*;
     use crate::forge::{connect, connect_with, expose, next, Forger, EXPOSED};
+    use crate::ring::RingMem;
 
     /// A small deterministic generator (no dependency needed).
     fn rng(state: &mut u64) -> u32 {
@@ -2394,6 +2401,38 @@ mod hostile {
         }
     }
 
+    /// A peer that sends requests (zero-length Writes here: no token needed) and never takes
+    /// our answers from its ring is cut off once we owe it more answers than any initiator
+    /// queue could be waiting for, instead of queueing them without bound.
+    #[test]
+    fn a_peer_that_never_takes_our_answers_is_cut_off() {
+        let (victim, attacker) = connect();
+        let mut f = Forger::new(&attacker);
+        let cells = ShmQp::downcast(&attacker.qp)
+            .and_then(|q| q.link().map(|l| l.tx().cells()))
+            .expect("connected");
+        let d = Desc { token: 0, addr: 0 }.encode();
+        let mut sent = 0usize;
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut r = [NdResult::EMPTY];
+        loop {
+            if victim.cq.get_results(&mut r) == 1 {
+                assert_eq!(r[0].status, Status::CANCELED, "the victim's Receive: {r:?}");
+                break;
+            }
+            while f.in_flight() < cells - 1 {
+                f.record(u32::from(kind::WRITE), Desc::LEN as u32, 0, &d);
+                sent += 1;
+            }
+            assert!(
+                sent <= MAX_ANSWERS_OWED + 4 * cells as usize,
+                "{sent} requests without an answer taken, and the connection goes on"
+            );
+            assert!(std::time::Instant::now() < end, "the victim hangs");
+        }
+        assert!(sent > MAX_ANSWERS_OWED, "cut off after {sent}: too early");
+    }
+
     /// A MAP message (a memory's descriptor) that no MAPW or MAPR of ours asked for is
     /// dropped: nothing is mapped, and the connection goes on. The same message while we ask
     /// is taken.
@@ -2410,7 +2449,7 @@ mod hostile {
         for asking in [false, true] {
             me.maps.asking(asking);
             let msg = crate::proto::Msg::Map { id: m.id() };
-            crate::proto::send(&peer.sock, &msg, Some(m.fd())).unwrap();
+            peer.send_msg(&msg, Some(m.fd())).unwrap();
             me.service_socket(64);
             assert_eq!(
                 me.find_peer_memory(m.id()).is_some(),

@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use netdirect_spi::kit::overlapped::Driver;
+use netdirect_spi::kit::timers::Timers;
 use netdirect_spi::kit::waiters::Waiters;
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{eventfd, EventfdFlags, PollFd, PollFlags};
@@ -83,10 +84,8 @@ pub(crate) struct Engine {
     waiters: Waiters,
     /// The epoll descriptor was handed out: streams are kept in the epoll set too.
     fd_exported: AtomicBool,
-    /// Deadlines (connect timeouts). Few and short-lived: a plain list.
-    timers: Mutex<Vec<(Instant, Weak<dyn Source>)>>,
-    /// Whether `timers` may be non-empty (keeps the polling path free of the lock).
-    has_timers: AtomicBool,
+    /// Deadlines (connect timeouts, listeners' waits for a request).
+    timers: Timers<dyn Source>,
 }
 
 /// What the leader reuses from one wait to the next (no allocation per wait).
@@ -162,8 +161,7 @@ impl Engine {
             scratch: Mutex::new(LeaderScratch::default()),
             waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
-            timers: Mutex::new(Vec::new()),
-            has_timers: AtomicBool::new(false),
+            timers: Timers::new(),
         }))
     }
 
@@ -285,45 +283,18 @@ impl Engine {
 impl Engine {
     /// Call `source.on_timer()` once `at` has passed.
     pub(crate) fn add_timer(&self, at: Instant, source: Weak<dyn Source>) {
-        self.timers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((at, source));
-        self.has_timers.store(true, Ordering::Release);
+        self.timers.add(at, source);
     }
 
     /// Forget every timer of `source` (it no longer needs one).
     pub(crate) fn cancel_timers(&self, source: &Weak<dyn Source>) {
-        let mut t = self.timers.lock().unwrap_or_else(|e| e.into_inner());
-        t.retain(|(_, s)| !Weak::ptr_eq(s, source) && s.strong_count() > 0);
-        if t.is_empty() {
-            self.has_timers.store(false, Ordering::Release);
-        }
+        self.timers.cancel(source);
     }
 
     /// Fire expired timers; returns how long until the next one.
     fn run_timers(&self) -> Option<Duration> {
-        if !self.has_timers.load(Ordering::Acquire) {
-            return None;
-        }
-        let now = Instant::now();
-        let mut due = Vec::new();
-        let next = {
-            let mut t = self.timers.lock().unwrap_or_else(|e| e.into_inner());
-            t.retain(|(at, s)| {
-                if *at <= now {
-                    due.push(s.clone());
-                    false
-                } else {
-                    s.strong_count() > 0
-                }
-            });
-            if t.is_empty() {
-                self.has_timers.store(false, Ordering::Release);
-            }
-            t.iter().map(|(at, _)| *at - now).min()
-        };
-        for s in due.iter().filter_map(Weak::upgrade) {
+        let (due, next) = self.timers.take_due();
+        for s in due {
             s.on_timer();
         }
         next

@@ -229,10 +229,7 @@ impl Source for Handshake {
             return; // already delivered or failed
         }
         drop(sock);
-        let hs = me.lock().find_handshake(self);
-        if let Some(hs) = hs {
-            me.deliver(&hs, None);
-        }
+        me.finish_handshake(self, None);
     }
 
     fn on_ready(&self, _events: EventFlags) {
@@ -285,9 +282,6 @@ impl Source for Handshake {
             _ => None,
         };
         // Any self-Arc is in the listener's list; look it up to remove it.
-        let hs = me.lock().find_handshake(self);
-        if let Some(hs) = hs {
-            me.deliver(&hs, inc);
-        }
+        me.finish_handshake(self, inc);
     }
 }

@@ -19,5 +19,6 @@ pub mod negotiate;
 pub mod overlapped;
 pub mod shared_mem;
 pub mod srq;
+pub mod timers;
 pub mod waiters;
 pub mod wrq;

@@ -91,6 +91,15 @@ impl<P: ListenerProvider> Listener<P> {
             P::refuse(inc);
         }
     }
+
+    /// [`Listener::deliver`] for the handshake `of` (the handshake object calling back,
+    /// found in the listener's list by address), if it is still in the list.
+    pub fn finish_handshake(&self, of: &P::Handshake, incoming: Option<P::Incoming>) {
+        let hs = self.lock().find_handshake(of);
+        if let Some(hs) = hs {
+            self.deliver(&hs, incoming);
+        }
+    }
 }
 
 impl<P: ListenerProvider> traits::Listener for Listener<P>
