@@ -59,7 +59,28 @@ enum Command {
     TcpStream(rawstream::Args),
 }
 
+/// Output piped into a reader that stopped (`nd info | head`) ends the process quietly, as the
+/// default SIGPIPE action would (Rust ignores SIGPIPE, so the write fails and `println!`
+/// panics instead); any other panic reports as usual.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("Broken pipe") {
+            // 128 + SIGPIPE: what a shell reports for a process killed by it.
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     let r = match cli.command {
         Command::Bench(a) => bench::run(&a),

@@ -138,7 +138,7 @@ fn two_threads(fam: Family, exported: bool, styles: [Style; 2]) -> Check {
 
 fn each(name: &str, exported: bool, styles: [Style; 2]) {
     let mut failures = Vec::new();
-    for fam in Family::ALL {
+    for fam in Family::available() {
         let label = harness::label("tcp", fam, name);
         if let Err(e) = harness::with_deadline(&label, move || two_threads(fam, exported, styles)) {
             failures.push(e);
@@ -236,7 +236,7 @@ fn output_queued_while_another_thread_leads(fam: Family) -> Check {
 #[test]
 fn output_queued_on_one_thread_wakes_the_leader_for_writability() {
     let mut failures = Vec::new();
-    for fam in Family::ALL {
+    for fam in Family::available() {
         let label = harness::label("tcp", fam, "blocking-threads-output");
         if let Err(e) = harness::with_deadline(&label, move || {
             output_queued_while_another_thread_leads(fam)

@@ -34,8 +34,9 @@ pub(crate) struct PeerArgs {
     /// Provider name (default: ND_PROVIDER, else tcp).
     #[arg(long)]
     pub(crate) provider: Option<String>,
-    /// Sleep on completion notifications (Notify + wait) instead of busy-polling, as the
-    /// Microsoft examples' -b does (perftest: -e/--events). Both ends must agree.
+    /// Sleep on completion notifications (Notify + wait; the raw-TCP tools: a blocking recv)
+    /// instead of busy-polling, as the Microsoft examples' -b does (perftest: -e/--events).
+    /// Both ends must agree.
     #[arg(short = 'b', long, visible_alias = "events", visible_short_alias = 'e')]
     pub(crate) blocking: bool,
     /// Print the results as JSON: the last line of output is one object (an array with -a).
@@ -128,10 +129,11 @@ pub(crate) fn open_provider(name: Option<&str>) -> Result<Provider, String> {
 /// so the size is `--size` only).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct SizeArgs {
-    /// Message size in bytes.
+    /// Message size in bytes (default: the tool's, as in Microsoft's example: 8 for
+    /// pingpong and rpingpong, 4096 for ping, 65536 for rping).
     #[arg(long, conflicts_with = "all")]
     pub(crate) size: Option<usize>,
-    /// Sweep sizes 1 B to 8 MiB by powers of two.
+    /// Sweep sizes by powers of two, 1 B to 8 MiB (mrlat and mrrate: to 4 MiB, and always).
     #[arg(short = 'a', long = "all")]
     pub(crate) all: bool,
     /// Timed iterations per size (with -a, capped so a size moves at most the tool's volume).
