@@ -131,7 +131,7 @@ impl Segment {
         )?;
         rustix::fs::ftruncate(&fd, params.size() as u64)?;
         rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
-        let seg = Self::map(&fd, params)?;
+        let seg = Self::map(&fd, params, MapFlags::POPULATE)?;
         // SAFETY: the header line is inside the fresh mapping and nobody else sees it yet.
         unsafe {
             let h = seg.base.as_ptr();
@@ -154,7 +154,10 @@ impl Segment {
         if netdirect_spi::kit::shared_mem::sealed_len(fd)? != params.size() as u64 {
             return None;
         }
-        let seg = Self::map(fd, params).ok()?;
+        // Not populated: the peer sized the file, and faulting in pages it never touched would
+        // allocate them here, charged to us (a listener with requests queued would hold
+        // hundreds of MiB per request). The pages come in as the rings use them.
+        let seg = Self::map(fd, params, MapFlags::empty()).ok()?;
         // SAFETY: the header lies inside the mapping (its size was checked above); the values
         // are only compared.
         let ok = unsafe {
@@ -167,14 +170,14 @@ impl Segment {
         ok.then_some(seg)
     }
 
-    fn map(fd: &impl AsFd, params: Params) -> io::Result<Self> {
+    fn map(fd: &impl AsFd, params: Params, extra: MapFlags) -> io::Result<Self> {
         // SAFETY: a fresh shared mapping of the whole memfd; the kernel picks the address.
         let p = unsafe {
             rustix::mm::mmap(
                 std::ptr::null_mut(),
                 params.size(),
                 ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED | MapFlags::POPULATE,
+                MapFlags::SHARED | extra,
                 fd,
                 0,
             )?
