@@ -30,11 +30,14 @@
 //!
 //! Such probes must not use the application's read budget (its IRD/ORD, which
 //! `GetReadLimits` reports exactly), so an endpoint that accepts them says so with
-//! [`MpaFlags::COMPLETION_PROBE`], a reserved MPA flag bit that other implementations send as
-//! 0 and ignore (RFC 5044 §7.1.1): the Initiator sets it ([`InitiatorConfig::probe`]), a
-//! Responder that supports it echoes it ([`AcceptConfig::probe`]), and then both ends accept
-//! one zero-length Read Request beyond their IRD ([`Negotiated::probe`]). Against a peer that
-//! does not echo the bit nothing changes on the wire.
+//! reserved MPA flag bits that other implementations send as 0 and ignore (RFC 5044 §7.1.1):
+//! the Initiator offers it with [`MpaFlags::COMPLETION_PROBE`] in its Request
+//! ([`InitiatorConfig::probe`]), a Responder that supports it accepts with a *different* bit,
+//! [`MpaFlags::COMPLETION_PROBE_ACCEPTED`], in its Reply ([`AcceptConfig::probe`]), and then
+//! both ends accept one zero-length Read Request beyond their IRD ([`Negotiated::probe`]).
+//! Two bits, because a Responder may build its Reply from the Request's header and so echo
+//! every flag (Linux siw does, iwarp-wire.md §2.4): an echo of the offer is not an acceptance.
+//! Against a peer that does not accept, nothing changes on the wire.
 
 use crate::ddp::{DdpHeader, QN_READ_REQUEST};
 use crate::fpdu::{encode_fpdu, SegmentHeader};
@@ -304,8 +307,9 @@ impl Initiator {
             private_data: f.ulp_data.to_vec(),
             local_ird: self.cfg.ird,
             local_ord: self.cfg.ord,
-            // Only a Responder that saw our bit echoes it; anything else means no probes.
-            probe: self.cfg.probe && f.flags.contains(MpaFlags::COMPLETION_PROBE),
+            // The accepting bit, never the offered one: a Reply that echoes our Request's flag
+            // byte (siw's) carries the offer, not an acceptance; anything else means no probes.
+            probe: self.cfg.probe && f.flags.contains(MpaFlags::COMPLETION_PROBE_ACCEPTED),
         };
         Ok(Some((InitiatorOutcome::Accepted(negotiated), n)))
     }
@@ -397,8 +401,9 @@ pub struct AcceptConfig {
     pub ord: u16,
     /// ULP private data: at most 252 bytes (256 for a Rev 1 Request).
     pub private_data: Vec<u8>,
-    /// Support netdirect's Write completion probe: echo [`MpaFlags::COMPLETION_PROBE`] when
-    /// the Request carries it (module documentation).
+    /// Support netdirect's Write completion probe: answer a Request that offers it
+    /// ([`MpaFlags::COMPLETION_PROBE`]) with [`MpaFlags::COMPLETION_PROBE_ACCEPTED`] (module
+    /// documentation).
     pub probe: bool,
 }
 
@@ -428,7 +433,8 @@ fn reply_pd_limit(req: &ConnectRequest) -> usize {
 ///   chosen type is set (RFC 6581 §9.2; siw's choice). A Read RTR raises our
 ///   IRD to ≥ 1. Our ORD is limited to the Initiator's IRD (RFC 6581 §9.1).
 /// * C is set when either side wants CRCs.
-/// * [`MpaFlags::COMPLETION_PROBE`] is echoed when the Request has it and `cfg.probe`.
+/// * [`MpaFlags::COMPLETION_PROBE_ACCEPTED`] is set when the Request offers the probe
+///   ([`MpaFlags::COMPLETION_PROBE`]) and `cfg.probe`.
 ///
 /// Markers are not supported: if [`must_reject`] is true the caller must
 /// call [`reject`] instead (this function ignores M).
@@ -476,7 +482,7 @@ pub fn try_accept(
         MpaFlags::empty()
     };
     let probe = req.probe && cfg.probe;
-    flags.set(MpaFlags::COMPLETION_PROBE, probe);
+    flags.set(MpaFlags::COMPLETION_PROBE_ACCEPTED, probe);
     let bytes = MpaFrame {
         kind: FrameKind::Reply,
         flags,

@@ -36,8 +36,9 @@ pub const IRD_ORD_MASK: u16 = 0x3FFF;
 
 bitflags::bitflags! {
     /// The flag byte of a Request/Reply frame (RFC 5044 §7.1.1, RFC 6581 §6).
-    /// Of the four reserved bits, three (0x0B) are dropped on decode and sent as 0; the fourth
-    /// (0x04) is netdirect's private [`MpaFlags::COMPLETION_PROBE`].
+    /// Of the four reserved bits, two (0x09) are dropped on decode and sent as 0; the other
+    /// two are netdirect's private [`MpaFlags::COMPLETION_PROBE`] (0x04, offered in a Request)
+    /// and [`MpaFlags::COMPLETION_PROBE_ACCEPTED`] (0x02, in a Reply).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub struct MpaFlags: u8 {
         /// M: the sender requires markers in what the peer sends.
@@ -49,12 +50,15 @@ bitflags::bitflags! {
         /// S: enhanced (RFC 6581): the private data starts with the IRD/ORD word.
         const ENHANCED = 0x10;
         /// Private to netdirect, in a reserved bit ("Res: send 0, never check", RFC 5044
-        /// §7.1.1; Linux siw uses 0x08 privately the same way, so 0x04 is taken here): the
-        /// sender accepts one zero-length RDMA Read Request beyond the IRD it announces, which
-        /// its peer uses as a Write completion probe (see [`crate::handshake`]). Set by the
-        /// Initiator in its Request and echoed by a Responder that supports it; every other
-        /// implementation ignores it, and a Reply without it means "no probes".
+        /// §7.1.1; Linux siw uses 0x08 privately the same way): in a Request, the Initiator
+        /// offers netdirect's Write completion probe: it accepts one zero-length RDMA Read
+        /// Request beyond the IRD it announces (see [`crate::handshake`]). Never sent in a
+        /// Reply, so that a Responder which copies the Request's flag byte into its Reply (siw
+        /// does, iwarp-wire.md §2.4) cannot seem to accept.
         const COMPLETION_PROBE = 0x04;
+        /// Private to netdirect, in another reserved bit: in a Reply, the Responder accepts the
+        /// probe the Request offered. Never sent in a Request, so no echo of one carries it.
+        const COMPLETION_PROBE_ACCEPTED = 0x02;
     }
 }
 
@@ -158,7 +162,7 @@ pub struct MpaFrame<'a> {
     pub kind: FrameKind,
     /// Flags. On encode, `ENHANCED` is set exactly when `enhanced` is `Some`.
     /// On decode, reserved bits other than netdirect's private
-    /// [`MpaFlags::COMPLETION_PROBE`] are dropped, and `ENHANCED` is dropped when
+    /// [`MpaFlags::COMPLETION_PROBE`] and [`MpaFlags::COMPLETION_PROBE_ACCEPTED`] are dropped, and `ENHANCED` is dropped when
     /// `rev < 2` (the S bit is reserved in RFC 5044 frames).
     pub flags: MpaFlags,
     /// Revision: 0, 1 or 2 are decoded; 2 is needed for `enhanced`.
@@ -237,8 +241,8 @@ impl MpaFrame<'_> {
     }
 
     /// Appends the frame's bytes to `out` (RFC 5044 §7.1.1, RFC 6581 §6).
-    /// Sets `ENHANCED` iff `enhanced` is `Some`; the reserved bits are 0 except a
-    /// [`MpaFlags::COMPLETION_PROBE`] given in `flags`; `rev` is written as given.
+    /// Sets `ENHANCED` iff `enhanced` is `Some`; the reserved bits are 0 except netdirect's
+    /// private probe bits given in `flags`; `rev` is written as given.
     ///
     /// A frame whose [`MpaFrame::pd_len`] exceeds [`MAX_PRIVATE_DATA`] is
     /// still encoded (useful for negative tests) but peers reject it.

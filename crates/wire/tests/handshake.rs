@@ -307,9 +307,10 @@ fn cfg_probe(probe: bool) -> AcceptConfig {
     }
 }
 
-/// netdirect's private Write completion probe: a reserved flag bit (0x04) set by the Initiator
-/// and echoed by the Responder; both ends learn it only when both set it, and the IRD/ORD word
-/// (what GetReadLimits reports) is the same either way.
+/// netdirect's private Write completion probe: the Initiator offers it with a reserved flag bit
+/// (0x04) in its Request, the Responder accepts with another (0x02) in its Reply; both ends
+/// learn it only when both want it, and the IRD/ORD word (what GetReadLimits reports) is the
+/// same either way.
 #[test]
 fn completion_probe_negotiation() {
     for (ours, theirs) in [(true, true), (true, false), (false, true), (false, false)] {
@@ -321,15 +322,16 @@ fn completion_probe_negotiation() {
             "Request flag byte {:#04x}",
             req[16]
         );
-        // The only reserved bit we ever send is the probe bit.
+        // The only reserved bit a Request ever carries is the offer.
         assert_eq!(req[16] & 0x0B, 0);
         let (r, _) = Responder::new().handle_request(&req).unwrap().unwrap();
         assert_eq!(r.probe, ours);
         let (rep, rn) = accept(&r, &cfg_probe(theirs));
         assert_eq!(
-            rep[16] & 0x04 != 0,
-            ours && theirs,
-            "Reply echoes only an offer"
+            (rep[16] & 0x02 != 0, rep[16] & 0x0D),
+            (ours && theirs, 0),
+            "Reply flag byte {:#04x}: the acceptance only, and only for an offer",
+            rep[16]
         );
         let (n, _) = match i.handle_reply(&rep).unwrap().unwrap() {
             (InitiatorOutcome::Accepted(n), used) => (n, used),
@@ -345,6 +347,23 @@ fn completion_probe_negotiation() {
     }
 }
 
+/// A Responder that builds its Reply from the Request's header, flag byte included, as Linux
+/// siw does (`siw_proc_mpareq` swaps only the key; iwarp-wire.md §2.4): the echoed offer is not
+/// an acceptance, so no probe is sent to a peer that would take it for a Read beyond its IRD.
+#[test]
+fn an_echoed_offer_is_not_an_acceptance() {
+    let mut i = init_probe(true);
+    let req = i.request();
+    assert_ne!(req[16] & 0x04, 0, "offered");
+    let (r, _) = Responder::new().handle_request(&req).unwrap().unwrap();
+    let (mut rep, _) = accept(&r, &cfg_probe(false));
+    rep[16] = req[16];
+    match i.handle_reply(&rep).unwrap().unwrap() {
+        (InitiatorOutcome::Accepted(n), _) => assert!(!n.probe, "an echo enabled the probe"),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A Reply with the bit from a peer we did not offer it to (it ignores "send 0") changes
 /// nothing; a reject never carries it.
 #[test]
@@ -353,7 +372,7 @@ fn completion_probe_needs_our_offer() {
     let req = i.request();
     let (r, _) = Responder::new().handle_request(&req).unwrap().unwrap();
     let (mut rep, _) = accept(&r, &cfg_probe(true));
-    rep[16] |= 0x04;
+    rep[16] |= 0x06;
     match i.handle_reply(&rep).unwrap().unwrap() {
         (InitiatorOutcome::Accepted(n), _) => assert!(!n.probe),
         other => panic!("{other:?}"),
