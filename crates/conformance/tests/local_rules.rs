@@ -694,3 +694,74 @@ fn a_connectors_port_is_free_again_while_its_cq_lives_on() {
         Ok(())
     });
 }
+
+/// Wait until thread `tid` of this process sleeps in a system call (its state in
+/// `/proc/self/task/<tid>/stat` is `S`): a thread about to block in the adapter's wait is there
+/// once the kernel has put it to sleep.
+fn until_asleep(tid: i32) -> Check {
+    let path = format!("/proc/self/task/{tid}/stat");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let stat = std::fs::read_to_string(&path).unwrap_or_default();
+        // "tid (comm) S ...": the state follows the last ')'.
+        let state = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().chars().next());
+        if state == Some(Some('S')) {
+            return Ok(());
+        }
+        ensure!(std::time::Instant::now() < end, "thread {tid} never slept");
+        std::thread::yield_now();
+    }
+}
+
+/// One thread of a server's adapter blocks on GetConnectionRequest (it leads the adapter's
+/// wait, asleep on the connections it knows); another accepts a request and waits for the
+/// Accept. The connection the Accept attaches is watched at once: the peer's RTR completes the
+/// Accept, not the wait's time limit.
+#[test]
+fn a_connection_attached_while_another_thread_sleeps_is_watched() {
+    each("accept-while-another-leads", |p, ip| {
+        let server = open(p, ip)?;
+        let client = open(p, ip)?;
+        let (l, laddr) = netdirect_conformance::side::listen(&server, SocketAddr::new(ip, 0), 4)?;
+        let s = Side::on(&server, SideConfig::default())?;
+        let c = Side::on(&client, SideConfig::default())?;
+        let gcr = l
+            .get_connection_request(&s.connector)
+            .ctx("GetConnectionRequest")?;
+        let cov = c.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
+        wait_ok(&gcr, "GetConnectionRequest")?;
+        // The other thread: asleep in the server adapter's wait, on a request that never comes.
+        let idle = server.create_connector().ctx("connector")?;
+        let never = l
+            .get_connection_request(&idle)
+            .ctx("second GetConnectionRequest")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sleeper = std::thread::spawn(move || {
+            let _ = tx.send(rustix::thread::gettid().as_raw_nonzero().get());
+            never.wait_timeout(Some(std::time::Duration::from_secs(60)))
+        });
+        let tid = rx
+            .recv()
+            .map_err(|_| netdirect_conformance::check::Failure("no tid".into()))?;
+        until_asleep(tid)?;
+        // Accept (its progress finds no RTR yet), then the client's RTR, then wait.
+        let aov = s.connector.accept(&s.qp, 0, 0, &[]).ctx("Accept")?;
+        wait_ok(&cov, "Connect")?;
+        wait_ok(
+            &c.connector.complete_connect().ctx("CompleteConnect")?,
+            "CompleteConnect",
+        )?;
+        let t = std::time::Instant::now();
+        let r = aov.wait_timeout(Some(std::time::Duration::from_secs(10)));
+        let took = t.elapsed();
+        l.cancel_overlapped_requests().ctx("cancel")?;
+        let _ = sleeper.join();
+        ensure!(
+            matches!(r, Some(Ok(()))) && took < std::time::Duration::from_secs(5),
+            "the Accept's wait slept through the RTR: {r:?} after {took:?}"
+        );
+        Ok(())
+    });
+}

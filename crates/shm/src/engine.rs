@@ -167,7 +167,14 @@ impl Engine {
 
     /// Add a connection to those a waiter arms; returns its key for [`Engine::remove_link`].
     pub(crate) fn add_link(&self, link: Weak<Link>) -> usize {
-        self.lock_links().insert(link)
+        let key = self.lock_links().insert(link);
+        // A leader already asleep armed the links it knew: this one's peer finds our
+        // `waiting` word clear and sends no WAKE, so what it publishes (the RTR an Accept
+        // waits for) would wake nobody. Wake the leader to arm again, with this link.
+        if !self.fd_exported() && self.waiters.other_leader() {
+            self.wake_leader();
+        }
+        key
     }
 
     pub(crate) fn remove_link(&self, key: usize) {

@@ -214,6 +214,10 @@ impl Engine {
                 stream_flags(),
             );
         }
+        drop(streams);
+        // A leader already asleep built its poll set without this stream: wake it to rebuild,
+        // or what arrives on the new connection (the RTR an Accept waits for) wakes nobody.
+        self.interest_grew();
         Stream {
             shared,
             engine: self.clone(),
