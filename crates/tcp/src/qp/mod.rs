@@ -800,6 +800,14 @@ impl TcpQp {
                 }
             }
             Err(_) => {
+                // The socket is broken (reset, EPIPE): nothing queued can go any more, and a
+                // socket that reports itself writable for ever must leave the leader's poll
+                // set, or every blocking wait of the adapter would spin on it.
+                g.tx.clear();
+                g.shutdown_pending = false;
+                if let Some(s) = &g.sock {
+                    s.set_wants_write(false);
+                }
                 self.lost_connection(g);
                 return;
             }
@@ -940,7 +948,10 @@ impl TcpQp {
                         // What was queued before the end (among it Read Responses the peer
                         // waits for) goes if TCP takes it now; the rest is dropped, keeping the
                         // stream framed.
-                        let _ = g.tx.write_to(sock);
+                        if g.tx.write_to(sock).is_err() {
+                            // A broken socket (reset): nothing queued can go.
+                            g.tx.clear();
+                        }
                         g.tx.cut_to_current_frame();
                         if let Ending::Terminate(t) = how {
                             // Exactly one Terminate per stream (RFC 5040 §5.4).
@@ -949,7 +960,9 @@ impl TcpQp {
                     }
                     Ending::Abort => g.tx.clear(),
                 }
-                let _ = g.tx.write_to(sock);
+                if g.tx.write_to(sock).is_err() {
+                    g.tx.clear();
+                }
             }
             if g.tx.has_output() {
                 // The rest (and the FIN) go as the socket drains; closing never turns into

@@ -1,0 +1,111 @@
+//! The peer resets the connection while our output is queued (it stopped reading, then went
+//! away): every Send completes, and afterwards a blocking wait on the same adapter sleeps. A
+//! socket that is reset reports itself writable for ever; a queue pair that kept output for it
+//! would keep it in the sleeping thread's `poll` set and make every wait of the adapter spin.
+//!
+//! "Sleeps" is checked by the waiting thread's CPU time over a one-second wait: a sleeping
+//! thread uses next to none, a spinning one all of it; the bound (a quarter) is far from both.
+
+use std::time::{Duration, Instant};
+
+use netdirect::{Adapter, Buffer, MrFlags, NdResult, NotifyType, OpFlags, Provider};
+use rustix::time::{clock_gettime, ClockId};
+
+fn adapter() -> Adapter {
+    Provider::open("tcp")
+        .expect("tcp")
+        .open_adapter_for("127.0.0.1:0".parse().unwrap())
+        .expect("adapter")
+}
+
+fn thread_cpu() -> Duration {
+    let t = clock_gettime(ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+#[test]
+fn a_wait_after_a_peer_reset_sleeps() {
+    let server = adapter();
+    let l = server.create_listener().expect("listener");
+    l.bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+    l.listen(0).expect("listen");
+    let addr = l.get_local_address().expect("address");
+    let sconn = server.create_connector().expect("connector");
+    let req = l.get_connection_request(&sconn).expect("request");
+    let client = adapter();
+    let ccq = client.create_completion_queue(8, 0, 0).expect("cq");
+    let cqp = client
+        .create_queue_pair(&ccq, &ccq, 1, 4, 4, 1, 1, 0)
+        .expect("qp");
+    let cconn = client.create_connector().expect("connector");
+    let connect = cconn.connect(&cqp, addr, 0, 0, b"").expect("connect");
+    let drive = |done: &dyn Fn() -> bool| {
+        let end = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            server.progress();
+            client.progress();
+            assert!(Instant::now() < end, "the connection never came up");
+        }
+    };
+    drive(&|| req.try_result().is_some());
+    let scq = server.create_completion_queue(64, 0, 0).expect("cq");
+    let sqp = server
+        .create_queue_pair(&scq, &scq, 2, 4, 16, 1, 1, 0)
+        .expect("qp");
+    let acc = sconn.accept(&sqp, 0, 0, b"").expect("accept");
+    drive(&|| connect.try_result().is_some());
+    cconn
+        .complete_connect()
+        .expect("complete connect")
+        .wait()
+        .expect("complete connect");
+    drive(&|| acc.try_result().is_some());
+    assert_eq!(acc.try_result(), Some(Ok(())));
+
+    // 16 × 4 MiB of Sends the client never reads: far more than the sockets hold.
+    const LEN: usize = 4 << 20;
+    let buf = Buffer::new(LEN).expect("buffer");
+    let mr = server.create_memory_region().expect("mr");
+    mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)
+        .expect("register")
+        .wait()
+        .expect("register");
+    let sge = buf.sge(0..LEN, mr.get_local_token());
+    for i in 0..16 {
+        // SAFETY: the buffer is not written while the Sends are outstanding.
+        unsafe { sqp.send(i, &[sge], OpFlags::empty()) }.expect("send");
+    }
+    server.progress();
+    // The client goes away with unread bytes in its socket: the kernel resets the connection.
+    drop((cqp, ccq, cconn, connect));
+    drop(client);
+
+    // Every Send completes (most flushed), seen through blocking waits.
+    let mut out = [NdResult::EMPTY; 64];
+    let mut got = 0;
+    let end = Instant::now() + Duration::from_secs(30);
+    while got < 16 {
+        let ov = scq.notify(NotifyType::Any).expect("notify");
+        got += scq.get_results(&mut out);
+        if got < 16 {
+            let _ = ov.wait_timeout(Some(Duration::from_secs(1)));
+            got += scq.get_results(&mut out);
+        }
+        assert!(
+            Instant::now() < end,
+            "the Sends never completed ({got} of 16)"
+        );
+    }
+
+    // Now a blocking wait on something else of the same adapter.
+    let c2 = server.create_connector().expect("connector");
+    let r = l.get_connection_request(&c2).expect("request");
+    let before = thread_cpu();
+    assert!(r.wait_timeout(Some(Duration::from_secs(1))).is_none());
+    let used = thread_cpu() - before;
+    assert!(
+        used < Duration::from_millis(250),
+        "the waiting thread spun: {used:?} of CPU in a one-second wait"
+    );
+    drop(sqp);
+}
