@@ -52,6 +52,8 @@ pub(crate) trait Source: Send + Sync {
 }
 
 const WAKE_TOKEN: u64 = 0;
+/// The deadlines' timerfd (no source has a key this large).
+const TIMER_TOKEN: u64 = u64::MAX;
 
 /// One per adapter.
 pub(crate) struct Engine {
@@ -127,6 +129,7 @@ impl Engine {
         let epfd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
         epoll::add(&epfd, &wake, EventData::new_u64(WAKE_TOKEN), EventFlags::IN)?;
+        let timers = Timers::in_epoll(&epfd, TIMER_TOKEN)?;
         Ok(Arc::new(Self {
             epfd,
             wake,
@@ -134,7 +137,7 @@ impl Engine {
             links: Mutex::new(Slab::new()),
             waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
-            timers: Timers::new(),
+            timers,
         }))
     }
 
@@ -258,6 +261,10 @@ impl Engine {
                 let _ = rustix::io::read(&self.wake, &mut buf);
                 continue;
             }
+            if token == TIMER_TOKEN {
+                self.run_timers();
+                continue;
+            }
             let source = self
                 .lock_sources()
                 .get(token as usize - 1)
@@ -294,6 +301,14 @@ impl Engine {
         }
         if !self.fd_exported() {
             self.for_each_link(|l| l.disarm());
+            // The descriptor may have been exported meanwhile (`Engine::fd` armed every
+            // link, perhaps before this pass disarmed them): an exported descriptor must
+            // hear every ring, so arm them again.
+            if self.fd_exported() {
+                self.for_each_link(|l| {
+                    l.arm();
+                });
+            }
         }
         if ready {
             // Work arrived before the `waiting` words were set, so no WAKE announces it:

@@ -328,6 +328,13 @@ impl Link {
         }
     }
 
+    /// Have the engine drive this connection once `at` has passed (a receiver-not-ready
+    /// bound), whoever waits on the adapter, or none.
+    pub(crate) fn wake_at(self: &Arc<Self>, at: std::time::Instant) {
+        let src: Weak<dyn Source> = Arc::downgrade(self) as Weak<dyn Source>;
+        self.engine.add_timer(at, src);
+    }
+
     /// Drive the queue pair (the engine's progress).
     pub(crate) fn progress(&self) {
         if let Some(qp) = self.qp.upgrade() {
@@ -373,6 +380,11 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 impl Source for Link {
+    /// A deadline of this connection passed (its receiver-not-ready bound): drive it.
+    fn on_timer(&self) {
+        self.progress();
+    }
+
     fn on_ready(&self) {
         // One message, usually the WAKE that woke us (see `service_socket`). If it brought no
         // work it was stale (sent while we took the work without sleeping): drain the rest,

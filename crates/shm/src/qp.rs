@@ -1955,9 +1955,14 @@ impl ShmQp {
     fn stall(&self, link: &Link) -> bool {
         link.rx_stalled.store(true, Ordering::Release);
         if link.rnr_deadline.load(Ordering::Relaxed) == 0 {
-            let bound = self.shared.config.rnr_timeout.as_nanos() as u64;
-            let at = crate::link::now_ns().saturating_add(bound.max(1));
+            let bound = self.shared.config.rnr_timeout;
+            let at = crate::link::now_ns().saturating_add((bound.as_nanos() as u64).max(1));
             link.rnr_deadline.store(at, Ordering::Relaxed);
+            // Driven when the bound runs out even if nothing else happens: a sleeping leader
+            // and an event loop on the adapter's descriptor wake for it.
+            if let Some(l) = self.link.get() {
+                l.wake_at(std::time::Instant::now() + bound);
+            }
             return false;
         }
         link.rnr_expired()

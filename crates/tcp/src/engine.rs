@@ -53,6 +53,8 @@ pub(crate) trait Source: Send + Sync {
 /// Token 0 is the eventfd; control sources get `slab key + 1`; streams `STREAM_TOKEN | key`.
 const WAKE_TOKEN: u64 = 0;
 const STREAM_TOKEN: u64 = 1 << 63;
+/// The deadlines' timerfd (no control source has a key this large).
+const TIMER_TOKEN: u64 = STREAM_TOKEN - 1;
 
 /// A data socket and what the engine needs to watch it.
 pub(crate) struct StreamShared {
@@ -153,6 +155,7 @@ impl Engine {
         let epfd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
         epoll::add(&epfd, &wake, EventData::new_u64(WAKE_TOKEN), EventFlags::IN)?;
+        let timers = Timers::in_epoll(&epfd, TIMER_TOKEN)?;
         Ok(Arc::new(Self {
             epfd,
             wake,
@@ -161,7 +164,7 @@ impl Engine {
             scratch: Mutex::new(LeaderScratch::default()),
             waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
-            timers: Timers::new(),
+            timers,
         }))
     }
 
@@ -265,6 +268,10 @@ impl Engine {
             if token == WAKE_TOKEN {
                 let mut buf = [0u8; 8];
                 let _ = rustix::io::read(&self.wake, &mut buf);
+                continue;
+            }
+            if token == TIMER_TOKEN {
+                self.run_timers();
                 continue;
             }
             let source = if token & STREAM_TOKEN != 0 {

@@ -8,7 +8,8 @@
 //! * A reset before the MPA Reply is a refusal (Connect has no ND_CONNECTION_ABORTED).
 //! * A listener closes a connection whose MPA Request does not come within
 //!   `ND_TCP_REQUEST_TIMEOUT_MS` (200 ms here), as siw does: a stray or stalled peer cannot
-//!   hold a descriptor for the listener's life.
+//!   hold a descriptor for the listener's life. Also when nobody blocks in the adapter: an
+//!   event loop watching the adapter's descriptor is woken for the deadline.
 //!
 //! Its own test binary, and one test: the variables are read when an adapter opens, and set
 //! here before any.
@@ -140,6 +141,66 @@ fn stalled_request(p: &Provider, fam: Family) -> Check {
     Ok(())
 }
 
+/// As [`stalled_request`], with no blocking wait at all: an event loop sleeps on the adapter's
+/// descriptor (`Adapter::fd`, ND's overlapped file) and drives the adapter when it is
+/// readable, and the deadline itself makes it readable.
+fn stalled_request_event_loop(p: &Provider, fam: Family) -> Check {
+    use rustix::event::epoll;
+    use std::io::{ErrorKind, Read, Write};
+    let ip = fam.ip();
+    let (a, listener, laddr, server) = listening(p, ip)?;
+    let _gcr = listener
+        .get_connection_request(&server.connector)
+        .ctx("GetConnectionRequest")?;
+    let ep = io(
+        epoll::create(epoll::CreateFlags::CLOEXEC).map_err(Into::into),
+        "epoll",
+    )?;
+    io(
+        epoll::add(
+            &ep,
+            a.fd(),
+            epoll::EventData::new_u64(0),
+            epoll::EventFlags::IN,
+        )
+        .map_err(Into::into),
+        "watch the adapter",
+    )?;
+    let mut raw = io(std::net::TcpStream::connect(laddr), "raw connect")?;
+    io(raw.write_all(b"MPA ID Req"), "half a Request")?;
+    io(raw.set_nonblocking(true), "nonblocking")?;
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    let mut events = [std::mem::MaybeUninit::<epoll::Event>::uninit(); 4];
+    loop {
+        let t = rustix::time::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        let (ready, _) = io(
+            epoll::wait(&ep, &mut events[..], Some(&t)).map_err(Into::into),
+            "epoll_wait",
+        )?;
+        if !ready.is_empty() {
+            a.progress();
+        }
+        let mut b = [0u8; 16];
+        match raw.read(&mut b) {
+            Ok(0) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Ok(()),
+            other => {
+                return Err(netdirect_conformance::check::Failure(format!(
+                    "the listener answered half a Request: {other:?}"
+                )))
+            }
+        }
+        ensure!(
+            std::time::Instant::now() < end,
+            "under an event loop the stalled connection is never closed"
+        );
+    }
+}
+
 /// One test: the scenarios share the environment, set once before any adapter opens.
 #[test]
 fn connect_outcomes() {
@@ -148,4 +209,9 @@ fn connect_outcomes() {
     harness::each_provider(Needs::IwarpWire, "tcp-slow-accept", run);
     harness::each_provider(Needs::IwarpWire, "tcp-connect-reset", reset);
     harness::each_provider(Needs::IwarpWire, "tcp-stalled-request", stalled_request);
+    harness::each_provider(
+        Needs::IwarpWire,
+        "tcp-stalled-request-event-loop",
+        stalled_request_event_loop,
+    );
 }
