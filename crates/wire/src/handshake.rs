@@ -43,7 +43,7 @@ use crate::ddp::{DdpHeader, QN_READ_REQUEST};
 use crate::fpdu::{encode_fpdu, SegmentHeader};
 use crate::mpa::{
     EnhancedData, FrameKind, MpaError, MpaFlags, MpaFrame, RtrTypes, INTEROP_PRIVATE_DATA,
-    INTEROP_ULP_PRIVATE_DATA, IRD_ORD_MASK, REVISION_1, REVISION_2,
+    INTEROP_ULP_PRIVATE_DATA, IRD_ORD_MASK, IRD_ORD_MAX, REVISION_1, REVISION_2,
 };
 use crate::rdmap::{Opcode, ReadRequest, Terminate, TERMINATE_MAX_LEN};
 use crate::sequence::TxMsn;
@@ -74,10 +74,10 @@ impl Rtr {
 pub struct InitiatorConfig {
     /// Request CRCs (C). RFC 5044 §4.4 makes CRCs the default; recommended.
     pub crc: bool,
-    /// Our IRD (inbound Read depth) to announce; clamped to 0x3FFF. Keep it
+    /// Our IRD (inbound Read depth) to announce; clamped to 0x3FFE. Keep it
     /// ≤ 128 for siw (iwarp-wire.md §9).
     pub ird: u16,
-    /// Our ORD (outbound Read depth) to announce; clamped to 0x3FFF, raised to
+    /// Our ORD (outbound Read depth) to announce; clamped to 0x3FFE, raised to
     /// 1 when `p2p` (a Read RTR needs one ORD slot, as siw/irdma do).
     pub ord: u16,
     /// Request peer-to-peer mode (A = 1) offering Write and Read RTRs (C, D).
@@ -144,7 +144,7 @@ fn check_len(len: usize, limit: usize) -> Result<(), MpaError> {
 }
 
 impl Initiator {
-    /// Validates and adjusts `cfg` (IRD/ORD clamped to 0x3FFF).
+    /// Validates and adjusts `cfg` (IRD/ORD clamped to 0x3FFE).
     ///
     /// The ORD is announced as given: with ORD 0 only the Write RTR is offered, since a Read
     /// RTR would take an ORD slot the application did not ask for (RFC 6581 §9.2) and the
@@ -156,8 +156,8 @@ impl Initiator {
     /// [`INTEROP_ULP_PRIVATE_DATA`] (252) bytes.
     pub fn try_new(mut cfg: InitiatorConfig) -> Result<Self, MpaError> {
         check_len(cfg.private_data.len(), INTEROP_ULP_PRIVATE_DATA)?;
-        cfg.ird = cfg.ird.min(IRD_ORD_MASK);
-        cfg.ord = cfg.ord.min(IRD_ORD_MASK);
+        cfg.ird = cfg.ird.min(IRD_ORD_MAX);
+        cfg.ord = cfg.ord.min(IRD_ORD_MAX);
         Ok(Self { cfg })
     }
 
@@ -223,13 +223,14 @@ impl Initiator {
     /// The Terminate to send when [`Initiator::handle_reply`] failed on the Reply in `buf`
     /// with an error that ends a negotiation the Reply itself completed, so that FPDU framing
     /// is on: [`MpaError::NoMatchingRtr`] (RFC 6581 §9.2 item 3: "it sends a Terminate with
-    /// 0x2/0x0/0x07 and closes", iwarp-wire.md §2.9). Framed with the CRC setting the
+    /// 0x2/0x0/0x07 and closes", iwarp-wire.md §2.9) and [`MpaError::InsufficientIrd`]
+    /// (§9.1, 0x2/0x0/0x06). Framed with the CRC setting the
     /// exchange agreed (either side's C). `None` for any other failure: a frame that could
     /// not be read leaves no framing to speak in, and the connection just closes (RFC 5044
     /// §7.1.2).
     #[must_use]
     pub fn terminate_for(&self, err: &MpaError, buf: &[u8]) -> Option<Vec<u8>> {
-        if *err != MpaError::NoMatchingRtr {
+        if !matches!(err, MpaError::NoMatchingRtr | MpaError::InsufficientIrd) {
             return None;
         }
         let (f, _) = MpaFrame::decode(buf).ok()??;
@@ -287,7 +288,8 @@ impl Initiator {
                 }
                 if e.rtr.contains(RtrTypes::WRITE) {
                     Some(Rtr::Write)
-                } else if e.rtr.contains(RtrTypes::READ) && self.cfg.ord > 0 {
+                } else if e.rtr.contains(RtrTypes::READ) && self.cfg.ord > 0 && e.ird > 0 {
+                    // A Read RTR takes one of our ORD slots and one of the peer's IRD.
                     Some(Rtr::Read)
                 } else {
                     return Err(MpaError::NoMatchingRtr);
@@ -296,6 +298,13 @@ impl Initiator {
             // RFC 6581 §10: a non-enhanced Reply gives no v2 features.
             _ => None,
         };
+        // RFC 6581 §9.1: our IRD (announced, fixed) must cover the Responder's ORD; 0x3FFF
+        // leaves the limit to the ULP.
+        if let Some(e) = f.enhanced {
+            if e.ord != IRD_ORD_MASK && self.cfg.ird != IRD_ORD_MASK && e.ord > self.cfg.ird {
+                return Err(MpaError::InsufficientIrd);
+            }
+        }
         let (peer_ird, peer_ord) = f.enhanced.map_or((0, 0), |e| (e.ird, e.ord));
         let negotiated = Negotiated {
             rev: f.rev,
@@ -394,10 +403,10 @@ pub fn must_reject(req: &ConnectRequest) -> bool {
 pub struct AcceptConfig {
     /// Our CRC wish; the final setting is `req.crc || crc`.
     pub crc: bool,
-    /// Our IRD (raised to 1 if a Read RTR is chosen; clamped to 0x3FFF).
+    /// Our IRD (raised to 1 if a Read RTR is chosen; clamped to 0x3FFE).
     pub ird: u16,
     /// Our ORD (lowered to the Initiator's IRD unless that is 0x3FFF,
-    /// RFC 6581 §9.1; clamped to 0x3FFF).
+    /// RFC 6581 §9.1; clamped to 0x3FFE).
     pub ord: u16,
     /// ULP private data: at most 252 bytes (256 for a Rev 1 Request).
     pub private_data: Vec<u8>,
@@ -449,8 +458,8 @@ pub fn try_accept(
     check_len(cfg.private_data.len(), reply_pd_limit(req))?;
     let rev = reply_rev(req);
     let crc = req.crc || cfg.crc;
-    let mut ird = cfg.ird.min(IRD_ORD_MASK);
-    let mut ord = cfg.ord.min(IRD_ORD_MASK);
+    let mut ird = cfg.ird.min(IRD_ORD_MAX);
+    let mut ord = cfg.ord.min(IRD_ORD_MAX);
     let mut rtr = None;
     let word = req.enhanced.map(|e| {
         if e.p2p {

@@ -33,6 +33,9 @@ pub const REVISION_2: u8 = 2;
 /// Mask of the 14-bit IRD and ORD fields (RFC 6581 §9.1). The all-ones value
 /// 0x3FFF means "the ULP negotiates this itself".
 pub const IRD_ORD_MASK: u16 = 0x3FFF;
+/// The largest depth an IRD or ORD field carries as a number (iwarp-wire.md §9): larger ones
+/// are clamped to it, so that none turns into [`IRD_ORD_MASK`]'s "negotiated by the ULP".
+pub const IRD_ORD_MAX: u16 = 0x3FFE;
 
 bitflags::bitflags! {
     /// The flag byte of a Request/Reply frame (RFC 5044 §7.1.1, RFC 6581 §6).
@@ -203,6 +206,10 @@ pub enum MpaError {
     /// accepts a Write or Read RTR (RFC 6581 §9.2).
     #[error("no matching RTR option")]
     NoMatchingRtr,
+    /// The Reply's ORD exceeds the IRD we announced (RFC 6581 §9.1: the Initiator must set
+    /// IRD ≥ the Responder's ORD, and cannot raise its own).
+    #[error("the peer's ORD exceeds our IRD")]
+    InsufficientIrd,
 }
 
 impl MpaError {
@@ -214,6 +221,7 @@ impl MpaError {
     pub const fn terminate_code(&self) -> u8 {
         match self {
             Self::NoMatchingRtr => 0x07,
+            Self::InsufficientIrd => 0x06,
             _ => 0x04,
         }
     }
@@ -223,6 +231,7 @@ impl MpaError {
     pub const fn term_error(&self) -> TermError {
         match self {
             Self::NoMatchingRtr => TermError::LlpNoMatchingRtr,
+            Self::InsufficientIrd => TermError::LlpInsufficientIrd,
             _ => TermError::LlpInvalidMpaFrame,
         }
     }

@@ -279,8 +279,11 @@ fn request_never_exceeds_interop_limit() {
     });
     let r = i.request();
     assert_eq!(r.len(), 20 + 256);
-    assert_eq!((i.ird(), i.ord()), (0x3FFF, 0x3FFF));
+    // Clamped to the largest number, not to 0x3FFF ("the ULP negotiates", iwarp-wire.md §9).
+    assert_eq!((i.ird(), i.ord()), (0x3FFE, 0x3FFE));
     let (f, _) = MpaFrame::decode(&r).unwrap().unwrap();
+    let e = f.enhanced.expect("the IRD/ORD word");
+    assert_eq!((e.ird, e.ord), (0x3FFE, 0x3FFE));
     assert_eq!(f.rev, 2);
     assert!(f.flags.contains(MpaFlags::ENHANCED | MpaFlags::CRC));
     assert!(!f.flags.contains(MpaFlags::MARKERS));

@@ -52,6 +52,16 @@ fn initiator(p2p: bool) -> Initiator {
     })
 }
 
+/// The error a Terminate FPDU carries, deframed with or without CRC checks.
+fn terminate_error(fpdu: &[u8], crc: bool) -> Option<TermError> {
+    let mut d = Deframer::new(crc, 65535);
+    let (ev, _) = d.next(fpdu).expect("a valid FPDU");
+    let Some(Event::Header(h)) = ev else {
+        panic!("expected a header, got {ev:?}");
+    };
+    h.terminate.map(|t| t.error)
+}
+
 fn err(d: &mut Deframer, input: &[u8]) -> FramingError {
     deframe(d, input).expect_err("must fail")
 }
@@ -166,6 +176,49 @@ fn mpa_markers_in_reply() {
     );
 }
 
+/// RFC 6581 §9.1: a Reply whose ORD exceeds the IRD we announced cannot be met (our IRD is
+/// fixed): the Initiator answers with the LLP Terminate 0x2/0x0/0x06. A Reply offering only a
+/// Read RTR to a peer with IRD 0 leaves no usable RTR (the Read would need an IRD slot).
+#[test]
+fn mpa_reply_ord_beyond_our_ird() {
+    // A v2 Reply accepting peer-to-peer with `rtr`, the Responder's IRD and ORD.
+    let reply = |rtr: RtrTypes, ird: u16, ord: u16| {
+        frame(
+            FrameKind::Reply,
+            MpaFlags::empty(),
+            2,
+            Some(EnhancedData {
+                p2p: true,
+                rtr,
+                ird,
+                ord,
+            }),
+            b"",
+        )
+    };
+    let f = reply(RtrTypes::WRITE, 8, 9);
+    let init = initiator(true);
+    let e = init
+        .clone()
+        .handle_reply(&f)
+        .expect_err("ORD 9 against our IRD 8");
+    assert_eq!(e, MpaError::InsufficientIrd);
+    let t = init.terminate_for(&e, &f).expect("a Terminate");
+    assert_eq!(
+        terminate_error(&t, false),
+        Some(TermError::LlpInsufficientIrd)
+    );
+    // 0x3FFF leaves the limit to the ULP; equal is fine.
+    for ord in [8, 0x3FFF] {
+        let f = reply(RtrTypes::WRITE, 8, ord);
+        assert!(initiator(true).handle_reply(&f).is_ok(), "ORD {ord:#x}");
+    }
+    assert_eq!(
+        initiator(true).handle_reply(&reply(RtrTypes::READ, 0, 0)),
+        Err(MpaError::NoMatchingRtr)
+    );
+}
+
 #[test]
 fn mpa_no_matching_rtr() {
     // P2P asked, Reply does not echo A.
@@ -204,15 +257,7 @@ fn mpa_no_matching_rtr() {
     let init = initiator(true);
     let e = init.clone().handle_reply(&f).expect_err("no usable RTR");
     let t = init.terminate_for(&e, &f).expect("a Terminate");
-    let mut d = Deframer::new(true, 65535);
-    let (ev, _) = d.next(&t).expect("a valid FPDU with CRC");
-    let Some(Event::Header(h)) = ev else {
-        panic!("expected a header, got {ev:?}");
-    };
-    assert_eq!(
-        h.terminate.map(|t| t.error),
-        Some(TermError::LlpNoMatchingRtr)
-    );
+    assert_eq!(terminate_error(&t, true), Some(TermError::LlpNoMatchingRtr));
     // Other failures: no framing to speak in, no Terminate.
     assert_eq!(init.terminate_for(&MpaError::MarkersRequested, &f), None);
     assert_eq!(MpaError::NoMatchingRtr.terminate_code(), 0x07);

@@ -21,6 +21,42 @@ pub const TERMINATE_MAX_LEN: usize = 4 + 2 + UNTAGGED_LEN + READ_REQUEST_LEN;
 const FLAG_M: u32 = 1 << 15;
 const FLAG_D: u32 = 1 << 14;
 const FLAG_R: u32 = 1 << 13;
+
+/// The fields of a received Terminate control word: Layer, EType, Error Code, and the M, D
+/// and R bits.
+///
+/// RFC 5040 §4.8 puts Layer in the top nibble and M/D/R at bits 15..13 (big-endian). Linux
+/// siw declares the word as C bitfields in little-endian order, so on x86 it sends Layer and
+/// EType swapped within the first byte and M/D/R in the *low* bits of the third byte (0.1.2),
+/// which the RFC reserves (iwarp-wire.md §6.2). A word with reserved bits set where siw puts
+/// its flags, and no other flag or reserved bit, is read siw's way; a peer that follows the
+/// RFC keeps reserved bits 0 and is never read so. (A siw Terminate without any flag cannot
+/// be told from an RFC one, and is read as the RFC says.)
+fn control_fields(b: [u8; 4]) -> (u8, u8, u8, bool, bool, bool) {
+    let ctrl = u32::from_be_bytes(b);
+    let rfc = (
+        b[0] >> 4,
+        b[0] & 0x0F,
+        b[1],
+        ctrl & FLAG_M != 0,
+        ctrl & FLAG_D != 0,
+        ctrl & FLAG_R != 0,
+    );
+    let siw = (
+        b[0] & 0x0F,
+        b[0] >> 4,
+        b[1],
+        b[2] & 0x01 != 0,
+        b[2] & 0x02 != 0,
+        b[2] & 0x04 != 0,
+    );
+    let siw_flags_only = b[2] & 0xF8 == 0 && b[2] & 0x07 != 0 && b[3] == 0;
+    if siw_flags_only {
+        siw
+    } else {
+        rfc
+    }
+}
 const DDP_FLAG_TAGGED: u8 = 0x80;
 
 /// The "Terminated DDP Header" of a Terminate: the raw DDP header of the
@@ -196,13 +232,8 @@ impl Terminate {
         if buf.len() < need {
             return Err(TermError::LENGTH);
         }
-        let ctrl = super::be32(&buf[0..4]);
-        let error = TermError::from_wire(
-            (ctrl >> 28) as u8,
-            (ctrl >> 24) as u8 & 0x0F,
-            (ctrl >> 16) as u8,
-        );
-        let (m, d, r) = (ctrl & FLAG_M != 0, ctrl & FLAG_D != 0, ctrl & FLAG_R != 0);
+        let (layer, etype, code, m, d, r) = control_fields([buf[0], buf[1], buf[2], buf[3]]);
+        let error = TermError::from_wire(layer, etype, code);
         let mut n = 4;
         let mut ddp_seg_len = None;
         if m || d {
@@ -242,8 +273,8 @@ impl Terminate {
     /// otherwise a length that is final once `buf.len()` reaches it. Used by
     /// the deframer to stage a Terminate header byte by byte.
     pub(crate) fn wire_len(buf: &[u8]) -> Option<usize> {
-        let ctrl = buf.get(..4).map(super::be32)?;
-        let (m, d, r) = (ctrl & FLAG_M != 0, ctrl & FLAG_D != 0, ctrl & FLAG_R != 0);
+        let b = buf.get(..4)?;
+        let (.., m, d, r) = control_fields([b[0], b[1], b[2], b[3]]);
         let mut n = 4;
         if m || d {
             n += 2;
@@ -281,6 +312,49 @@ mod tests {
         let n = t.encode(&mut out);
         assert_eq!(n, 24);
         assert_eq!(n, t.encoded_len());
+        assert_eq!(Terminate::parse(&out[..n]), Ok((t, n)));
+    }
+
+    /// Linux siw's Terminates on x86 (its control word is a little-endian C bitfield): Layer
+    /// and EType swapped, M/D/R in the low bits of the third byte. Read as siw meant them,
+    /// copied DDP header included; RFC words keep their reading.
+    #[test]
+    fn siw_little_endian_control_words() {
+        let ddp = [0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0];
+        // 0x1/0x2/0x02 with M and D, as siw sends it: 21 02 03 00, length, DDP header.
+        let mut b = vec![0x21, 0x02, 0x03, 0x00, 0x00, 26];
+        b.extend_from_slice(&ddp);
+        let (t, n) = Terminate::parse(&b).expect("parses");
+        assert_eq!(n, b.len());
+        assert_eq!(t.error, TermError::DdpUntaggedNoBuffer);
+        assert_eq!(t.ddp_seg_len, Some(26));
+        assert_eq!(t.ddp_header, TermDdpHeader::new(&ddp));
+        // siw's "unexpected opcode" (0x0/0x2/0x06) with M and D: 20 06 03 00 — in the RFC
+        // reading a known LLP code (0x2/0x0/0x06) with no headers, which it is not.
+        let tagged = [0xC1, 0x4F, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut b = vec![0x20, 0x06, 0x03, 0x00, 0x00, 14];
+        b.extend_from_slice(&tagged);
+        let (t, _) = Terminate::parse(&b).expect("parses");
+        assert_eq!(t.error, TermError::RdmapUnexpectedOpcode);
+        assert!(t.ddp_header.is_some());
+        // No flags at all: nothing tells siw's word from an RFC one; the RFC reading stands.
+        assert_eq!(
+            Terminate::parse(&[0x21, 0x02, 0, 0]).unwrap().0.error,
+            TermError::from_wire(2, 1, 2)
+        );
+        assert_eq!(
+            Terminate::parse(&[0x12, 0x02, 0, 0]).unwrap().0.error,
+            TermError::DdpUntaggedNoBuffer
+        );
+        // The RFC form of every word we send reads back unchanged.
+        let t = Terminate {
+            error: TermError::DdpUntaggedNoBuffer,
+            ddp_seg_len: Some(26),
+            ddp_header: TermDdpHeader::new(&ddp),
+            rdma_header: None,
+        };
+        let mut out = [0u8; TERMINATE_MAX_LEN];
+        let n = t.encode(&mut out);
         assert_eq!(Terminate::parse(&out[..n]), Ok((t, n)));
     }
 
