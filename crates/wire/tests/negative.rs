@@ -403,6 +403,40 @@ fn ulpdu_too_short() {
     );
     let e = err(&mut Deframer::new(false, 65535), &f);
     assert_eq!(e.error, TermError::DdpUntaggedMessageTooLong);
+    // Single-segment messages that announce more segments (L clear), or a Terminate with
+    // bytes after its header: longer than the message can be.
+    let rr = ReadRequest {
+        sink_stag: 1,
+        sink_to: 0,
+        size: 8,
+        src_stag: 2,
+        src_to: 0,
+    };
+    let mut f = encode_fpdu(&DdpHeader::read_request(1), &rr.to_bytes(), &[], false);
+    assert_eq!(f[2] & 0x40, 0x40, "L is set by the encoder");
+    f[2] &= !0x40;
+    let e = err(&mut Deframer::new(false, 65535), &f);
+    assert_eq!(
+        e.error,
+        TermError::DdpUntaggedMessageTooLong,
+        "Read Request, L=0"
+    );
+    let term = [0x10, 0x02, 0x00, 0x00];
+    let mut f = encode_fpdu(&DdpHeader::terminate(), &term, &[], false);
+    f[2] &= !0x40;
+    let e = err(&mut Deframer::new(false, 65535), &f);
+    assert_eq!(
+        e.error,
+        TermError::DdpUntaggedMessageTooLong,
+        "Terminate, L=0"
+    );
+    let f = encode_fpdu(&DdpHeader::terminate(), &term, &[0; 8], false);
+    let e = err(&mut Deframer::new(false, 65535), &f);
+    assert_eq!(
+        e.error,
+        TermError::DdpUntaggedMessageTooLong,
+        "Terminate with bytes after its header"
+    );
 }
 
 #[test]

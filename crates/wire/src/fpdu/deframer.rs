@@ -11,6 +11,7 @@ use crate::rdmap::{
 
 const DV_MASK: u8 = 0x03;
 const TAG_BIT: u8 = 0x80;
+const LAST_BIT: u8 = 0x40;
 
 /// Everything known about one DDP segment once its headers have been received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,13 +440,16 @@ impl Deframer {
         }
         match opcode {
             // RFC 5040 §4.4: exactly the 28-byte header, no payload (siw `siw_proc_rreq`).
+            // A single-segment message (L set): one that announces more segments is longer
+            // than a Read Request can be.
             Opcode::ReadRequest => {
-                if ulpdu != ddp_len + READ_REQUEST_LEN {
+                if ulpdu != ddp_len + READ_REQUEST_LEN || ctrl & LAST_BIT == 0 {
                     return Err(self.err_with_header(TermError::LENGTH, ddp_len));
                 }
                 Ok(base + READ_REQUEST_LEN)
             }
-            // RFC 5040 §4.8: variable-length Terminate header.
+            // RFC 5040 §4.8: variable-length Terminate header (nothing may follow it, and it
+            // is one segment: checked once the header is whole, `finish_header`).
             Opcode::Terminate => {
                 let need = Terminate::wire_len(&h[base..]).unwrap_or(4);
                 if ddp_len + need > ulpdu {
@@ -475,6 +479,11 @@ impl Deframer {
                 );
             }
             Opcode::Terminate => {
+                // RFC 5040 §4.8, §5.4: the Terminate header (with the headers it copies) is
+                // the whole message, in one segment (L=1).
+                if prefix != LENGTH_FIELD_LEN + ulpdu || !ddp.last() {
+                    return Err(self.err_with_header(TermError::LENGTH, ddp_len));
+                }
                 terminate = Some(
                     Terminate::parse(&self.hdr[base..prefix])
                         .map_err(|e| self.err_with_header(e, ddp_len))?
