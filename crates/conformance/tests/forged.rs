@@ -26,8 +26,10 @@ use netdirect_conformance::side::listen;
 use netdirect_conformance::{ensure, ensure_eq, Failure, Needs, Side, SideConfig};
 use netdirect_wire::ddp::{DdpHeader, QN_SEND};
 use netdirect_wire::fpdu::{encode_fpdu, Deframer, Event};
-use netdirect_wire::handshake::{rtr_fpdu, Initiator, InitiatorConfig, InitiatorOutcome};
-use netdirect_wire::rdmap::{Opcode, ReadRequest, TermError, Terminate};
+use netdirect_wire::handshake::{
+    rtr_fpdu, Initiator, InitiatorConfig, InitiatorOutcome, Negotiated,
+};
+use netdirect_wire::rdmap::{Opcode, ReadRequest, TermError, Terminate, TERMINATE_MAX_LEN};
 use netdirect_wire::sequence::TxMsn;
 
 const BUF: usize = 256 * 1024;
@@ -397,8 +399,9 @@ fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {
     r.map_err(|e| Failure(format!("{what}: {e}")))
 }
 
-/// Connect, do the MPA exchange (no Write completion probe: a plain iWARP peer), send the RTR.
-fn raw_connect(addr: SocketAddr) -> Check<(TcpStream, TxMsn, bool)> {
+/// Connect and do the MPA exchange (no Write completion probe: a plain iWARP peer); the stream
+/// and what was agreed. No RTR is sent yet.
+fn raw_handshake(addr: SocketAddr) -> Check<(TcpStream, Negotiated)> {
     let mut s = io(TcpStream::connect(addr), "raw connect")?;
     io(s.set_read_timeout(Some(WAIT)), "set_read_timeout")?;
     io(s.set_nodelay(true), "set_nodelay")?;
@@ -436,6 +439,12 @@ fn raw_connect(addr: SocketAddr) -> Check<(TcpStream, TxMsn, bool)> {
         !neg.probe,
         "the probe was negotiated with a client that did not offer it"
     );
+    Ok((s, neg))
+}
+
+/// [`raw_handshake`], then the RTR.
+fn raw_connect(addr: SocketAddr) -> Check<(TcpStream, TxMsn, bool)> {
+    let (mut s, neg) = raw_handshake(addr)?;
     let rtr = neg.rtr.ok_or_else(|| Failure("no RTR agreed".into()))?;
     let mut tx = TxMsn::new();
     io(s.write_all(&rtr_fpdu(rtr, &mut tx, neg.crc)), "send RTR")?;
@@ -778,5 +787,44 @@ fn run(p: &Provider, ip: IpAddr) -> Check {
 fn forged_one_sided_traffic() {
     harness::each_provider(Needs::IwarpWire, "forged-one-sided", |p, fam| {
         run(p, fam.ip())
+    });
+}
+
+/// An initiator that cannot use our Reply answers with the LLP Terminate of RFC 6581 §9.2
+/// instead of an RTR: the connection never came up, so the passive Accept completes
+/// ND_CONNECTION_REFUSED (nd-reference.md D9), not ND_SUCCESS.
+#[test]
+fn a_terminate_instead_of_the_rtr_refuses_the_accept() {
+    harness::each_provider(Needs::IwarpWire, "terminate-instead-of-rtr", |p, fam| {
+        let ip = fam.ip();
+        let adapter = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let side = Side::on(&adapter, SideConfig::default())?;
+        let (listener, addr) = listen(&adapter, SocketAddr::new(ip, 0), 4)?;
+        let gcr = listener
+            .get_connection_request(&side.connector)
+            .ctx("GetConnectionRequest")?;
+        let client = std::thread::spawn(move || -> Check {
+            let (mut s, neg) = raw_handshake(addr)?;
+            let mut body = [0u8; TERMINATE_MAX_LEN];
+            let n = Terminate::new(TermError::LlpNoMatchingRtr).encode(&mut body);
+            let t = encode_fpdu(&DdpHeader::terminate(), &body[..n], &[], neg.crc);
+            io(s.write_all(&t), "send the Terminate")?;
+            // Until the server closes.
+            let mut sink = [0u8; 256];
+            while io(s.read(&mut sink), "read to the end")? > 0 {}
+            Ok(())
+        });
+        wait_ok(&gcr, "GetConnectionRequest")?;
+        let aov = side.connector.accept(&side.qp, 0, 0, &[]).ctx("Accept")?;
+        netdirect_conformance::check::wait_status(
+            &aov,
+            Status::CONNECTION_REFUSED,
+            "Accept answered by a Terminate",
+        )?;
+        client
+            .join()
+            .map_err(|_| Failure("the raw client panicked".into()))?
     });
 }

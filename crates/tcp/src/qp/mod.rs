@@ -964,13 +964,18 @@ impl TcpQp {
                     g.tx.clear();
                 }
             }
+            g.lazy = false;
+            // Exactly while output is left: a stream that wants writing stays in the sleeping
+            // thread's poll set, and a socket shut down for writing reports itself writable
+            // for ever, so a wish left over (deferred probe answers, written just above)
+            // would make every blocking wait of the adapter spin.
+            if let Some(s) = &g.sock {
+                s.set_wants_write(g.tx.has_output());
+            }
             if g.tx.has_output() {
                 // The rest (and the FIN) go as the socket drains; closing never turns into
                 // an RST that would destroy a Terminate still in flight.
                 g.shutdown_pending = true;
-                if let Some(s) = &g.sock {
-                    s.set_wants_write(true);
-                }
             } else {
                 let _ = sock.shutdown(std::net::Shutdown::Write);
             }

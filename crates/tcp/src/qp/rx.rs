@@ -401,7 +401,11 @@ impl TcpQp {
             return Next::Stop;
         }
         // The responder's first inbound FPDU is the RTR (or, without P2P, the first message).
-        if g.conn == Conn::AwaitRtr {
+        // A Terminate instead (an initiator that could not use our Reply, RFC 6581 §9.2)
+        // never brought the connection up: the Accept completes ND_CONNECTION_REFUSED, as
+        // for an active side that tears down after our Accept (nd-reference.md D9).
+        let terminated = matches!(h.ddp, DdpHeader::Untagged(u) if u.opcode == Opcode::Terminate);
+        if g.conn == Conn::AwaitRtr && !terminated {
             self.rtr_received(g);
             if is_rtr(&h) {
                 if let Some(rr) = &h.read_request {

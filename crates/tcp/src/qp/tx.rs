@@ -104,6 +104,9 @@ pub(crate) struct Tx {
     chunks: VecDeque<Chunk>,
     /// Bytes of `chunks.front()` already written.
     head_done: usize,
+    /// The chunks written so far ended inside an FPDU (the last one popped was not a frame's
+    /// end): the front chunk continues a frame even when none of it is written yet.
+    mid_frame: bool,
     msn: TxMsn,
     mulpdu: usize,
     /// Inline payloads of requests not encoded yet, captured at post time.
@@ -118,6 +121,7 @@ impl Tx {
             staged: Vec::with_capacity(4096),
             chunks: VecDeque::with_capacity(64),
             head_done: 0,
+            mid_frame: false,
             msn: TxMsn::new(),
             mulpdu: 65504,
             stash: Vec::new(),
@@ -144,6 +148,7 @@ impl Tx {
     pub(crate) fn clear(&mut self) {
         self.chunks.clear();
         self.head_done = 0;
+        self.mid_frame = false;
         self.staged.clear();
         self.clear_stash();
     }
@@ -159,7 +164,10 @@ impl Tx {
     /// (RFC 5040 §5.4). The application bytes that rest still refers to are copied now: their
     /// requests are about to complete (flushed), after which the memory is no longer ours.
     pub(crate) fn cut_to_current_frame(&mut self) {
-        if self.head_done == 0 {
+        // A write can stop exactly between two chunks of one frame (a large message's frame is
+        // its prefix, the application's bytes and the trailer): nothing of the front chunk is
+        // written then, but the frame is begun.
+        if self.head_done == 0 && !self.mid_frame {
             self.clear();
             return;
         }
@@ -572,6 +580,7 @@ impl Tx {
             if n >= left {
                 n -= left;
                 self.head_done = 0;
+                self.mid_frame = !matches!(c, Chunk::Staged { end: true, .. });
                 self.chunks.pop_front();
             } else {
                 self.head_done += n;
@@ -609,6 +618,57 @@ fn gather(segs: &[Seg], off: u64, n: u64, out: &mut [&[u8]]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes still queued.
+    fn queued(tx: &Tx) -> usize {
+        tx.chunks
+            .iter()
+            .map(|c| match *c {
+                Chunk::Staged { len, .. } | Chunk::User { len, .. } => len as usize,
+                Chunk::Done | Chunk::Resp => 0,
+            })
+            .sum::<usize>()
+            - tx.head_done
+    }
+
+    /// Teardown after a write that stopped exactly between two chunks of one frame (a 4 KiB
+    /// Send's frame is its prefix, the application's bytes and its trailer): the rest of the
+    /// frame stays queued, so the stream stays framed for the Terminate that follows; after
+    /// a write that ended on a frame's end, nothing does.
+    #[test]
+    fn a_frame_begun_on_a_chunk_boundary_is_kept_at_teardown() {
+        let payload = vec![7u8; 4096];
+        let seg = [Seg::new(
+            payload.as_ptr() as usize as u64,
+            payload.len() as u32,
+            None,
+        )];
+        let mut tx = Tx::new();
+        tx.start(65504);
+        tx.encode_send(&seg, 4096, OpFlags::empty(), true);
+        let whole = queued(&tx);
+        let Some(Chunk::Staged { len: prefix, .. }) = tx.chunks.front().copied() else {
+            panic!("a staged prefix first");
+        };
+        let mut w = Written::default();
+        tx.advance(prefix as usize, &mut w);
+        assert_eq!(tx.head_done, 0, "the write stopped on the chunk boundary");
+        tx.cut_to_current_frame();
+        assert_eq!(
+            queued(&tx),
+            whole - prefix as usize,
+            "the rest of the frame is kept"
+        );
+        // The whole frame written: teardown drops the next message entirely.
+        let mut tx = Tx::new();
+        tx.start(65504);
+        tx.encode_send(&seg, 4096, OpFlags::empty(), true);
+        let first = queued(&tx);
+        tx.encode_send(&seg, 4096, OpFlags::empty(), true);
+        tx.advance(first, &mut w);
+        tx.cut_to_current_frame();
+        assert_eq!(queued(&tx), 0, "nothing of the next frame was written");
+    }
 
     /// A sender that keeps requests queued while its peer reads slowly never lets the output
     /// drain: its staging buffer must stay bounded anyway (it used to grow with every frame
