@@ -55,6 +55,17 @@ impl Ctx {
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
     }
 
+    /// An adapter of the provider under test serving `local`, with its overlapped descriptor
+    /// exported when the run asks for it ([`Ctx::export_fd`]): every role opens its adapters
+    /// here, so the "fd exported" runs really run that way.
+    pub fn adapter(&self, local: SocketAddr) -> Check<Adapter> {
+        let a = self.provider.open_adapter_for(local).ctx("open adapter")?;
+        if self.export_fd {
+            let _ = a.fd();
+        }
+        Ok(a)
+    }
+
     /// The local address a client binds its connector to: the server's IP (a loopback
     /// address in the harness), port 0.
     pub fn client_local(&self) -> SocketAddr {

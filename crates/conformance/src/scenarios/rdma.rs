@@ -229,10 +229,7 @@ pub(crate) fn write_read_server(ctx: &Ctx) -> Check {
 }
 
 pub(crate) fn write_read_client(ctx: &Ctx) -> Check {
-    let adapter = ctx
-        .provider
-        .open_adapter_for(ctx.client_local())
-        .ctx("open adapter")?;
+    let adapter = ctx.adapter(ctx.client_local())?;
     let info = adapter.query();
     let max = info.max_initiator_sge.min(info.max_read_sge);
     let side = Side::on(
@@ -1082,10 +1079,7 @@ fn expose(
 }
 
 pub(crate) fn protection_server(ctx: &Ctx) -> Check {
-    let adapter = ctx
-        .provider
-        .open_adapter_for(any_port(ctx))
-        .ctx("open adapter")?;
+    let adapter = ctx.adapter(any_port(ctx))?;
     let (listener, laddr) = listen(&adapter, any_port(ctx), 4)?;
     ctx.announce_listening(laddr);
     // Each case's connection lives until the client comes back for the next one: it has
@@ -1138,10 +1132,7 @@ pub(crate) fn protection_server(ctx: &Ctx) -> Check {
 }
 
 pub(crate) fn protection_client(ctx: &Ctx) -> Check {
-    let adapter = ctx
-        .provider
-        .open_adapter_for(ctx.client_local())
-        .ctx("open adapter")?;
+    let adapter = ctx.adapter(ctx.client_local())?;
     for (i, case) in PROT_CASES.iter().enumerate() {
         let what = format!("case {i} ({})", case.name);
         let side = Side::on(
@@ -1229,10 +1220,7 @@ pub(crate) fn protection_client(ctx: &Ctx) -> Check {
 // rdma-window-other-qp
 
 pub(crate) fn window_other_qp_server(ctx: &Ctx) -> Check {
-    let adapter = ctx
-        .provider
-        .open_adapter_for(any_port(ctx))
-        .ctx("open adapter")?;
+    let adapter = ctx.adapter(any_port(ctx))?;
     let cfg = SideConfig {
         qp_context: super::SERVER_QP,
         ..config(PROT_BUF, 4)
@@ -1299,10 +1287,7 @@ pub(crate) fn window_other_qp_server(ctx: &Ctx) -> Check {
 }
 
 pub(crate) fn window_other_qp_client(ctx: &Ctx) -> Check {
-    let adapter = ctx
-        .provider
-        .open_adapter_for(ctx.client_local())
-        .ctx("open adapter")?;
+    let adapter = ctx.adapter(ctx.client_local())?;
     let cfg = SideConfig {
         qp_context: super::CLIENT_QP,
         ..config(128 * 1024, 4)
