@@ -10,42 +10,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{message, End, DEADLINE};
+use common::{drive, message, pair, sweep, End, DEADLINE};
 use netdirect::{NdResult, OpFlags, RequestType, Status};
-
-/// A connected pair with Reads allowed both ways: (active, passive).
-fn pair(buf: usize) -> (End, End) {
-    let s = End::new(buf, 8);
-    let (l, addr) = s.listen();
-    let c = End::new(buf, 8);
-    std::thread::scope(|t| {
-        t.spawn(|| {
-            l.get_connection_request(&s.connector)
-                .expect("get connection request")
-                .wait_timeout(Some(DEADLINE))
-                .expect("in time")
-                .expect("request");
-            s.connector
-                .accept(&s.qp, 4, 4, &[])
-                .expect("accept")
-                .wait_timeout(Some(DEADLINE))
-                .expect("in time")
-                .expect("accept");
-        });
-        c.connector
-            .connect(&c.qp, addr, 4, 4, &[])
-            .expect("connect")
-            .wait_timeout(Some(DEADLINE))
-            .expect("in time")
-            .expect("connect");
-        c.connector
-            .complete_connect()
-            .expect("complete connect")
-            .wait()
-            .expect("complete connect");
-    });
-    (c, s)
-}
 
 /// Heap memory registered raw (not shared-mappable), owned with its region: the region is
 /// dropped first (field order), so the memory outlives it.
@@ -81,93 +47,13 @@ impl HeapRegion {
     }
 }
 
-/// Poll both ends until the initiator `c` has a completion; the target must report none.
-fn drive(c: &End, s: &End) -> NdResult {
-    let end = Instant::now() + DEADLINE;
-    let mut r = [NdResult::EMPTY];
-    loop {
-        assert_eq!(s.cq.get_results(&mut r), 0, "target completion {r:?}");
-        if c.cq.get_results(&mut r) == 1 {
-            return r[0];
-        }
-        assert!(Instant::now() < end, "no completion within the deadline");
-    }
-}
-
-fn sweep(c: &End, s: &End, what: &str) {
-    let area = 2 << 20;
-    for (k, len) in [
-        0usize,
-        1,
-        8,
-        32,
-        33,
-        1000,
-        4096,
-        16 << 10,
-        200 << 10,
-        1 << 20,
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let k = k as u64 + 1;
-        let data = message(k, len);
-        c.fill(0, &data);
-        let at = 4096 + k as usize; // unaligned
-        let addr = s.buf.as_ptr() as u64 + at as u64;
-        let token = s.mr.get_remote_token();
-        let flags = if len <= 1024 {
-            OpFlags::INLINE
-        } else {
-            OpFlags::empty()
-        };
-        let sge = c.buf.sge(0..len, c.token());
-        // SAFETY: the source is left alone until the Write completes.
-        unsafe { c.qp.write(k, &[sge], addr, token, flags) }.expect("post Write");
-        let r = drive(c, s);
-        assert_eq!(
-            (
-                r.status,
-                r.request_type,
-                r.request_context,
-                r.bytes_transferred
-            ),
-            (Status::SUCCESS, RequestType::Write, k, len as u32),
-            "{what}: Write of {len}"
-        );
-        // Complete means placed: the bytes are there now, nothing past them changed.
-        assert_eq!(s.read(at, len), data, "{what}: Write of {len} placed");
-        // Read them back into another part of the initiator's buffer.
-        let back = area - len.max(1);
-        let sge = c.buf.sge(back..back + len, c.token());
-        // SAFETY: the sink is read only after the Read completes.
-        unsafe { c.qp.read(100 + k, &[sge], addr, token, OpFlags::empty()) }.expect("Read");
-        let r = drive(c, s);
-        assert_eq!(
-            (
-                r.status,
-                r.request_type,
-                r.request_context,
-                r.bytes_transferred
-            ),
-            (Status::SUCCESS, RequestType::Read, 100 + k, len as u32),
-            "{what}: Read of {len}"
-        );
-        assert_eq!(c.read(back, len), data, "{what}: Read of {len} back");
-    }
-}
-
+/// With the default configuration: Writes and Reads below 64 KiB go through the ring (inline
+/// or the data area), larger ones into this `Buffer` through the mapping the target grants
+/// (`write_paths.rs` forces the data area and the pull for every size).
 #[test]
-fn writes_and_reads_of_every_size_through_every_path() {
-    // By default every Write goes through the data area, in several chunks when large.
+fn writes_and_reads_of_every_size_by_default() {
     let (c, s) = pair(2 << 20);
-    sweep(&c, &s, "data area");
-    // Writes from 16 KiB on pulled by the target (this process may read itself). Other tests
-    // of this binary may open adapters meanwhile and pull too: both paths are correct.
-    std::env::set_var("ND_SHM_WRITE_PULL_MIN_KIB", "16");
-    let (c, s) = pair(2 << 20);
-    sweep(&c, &s, "pull");
+    sweep(&c, &s, "default");
 }
 
 /// A region a queue pair used is not kept registered by the queue pair: its Deregister
