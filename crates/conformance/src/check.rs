@@ -9,6 +9,16 @@ use netdirect::{CompletionQueue, NdResult, NotifyType, Overlapped, RequestType, 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure(pub String);
 
+/// What a [`not_run`] failure starts with: `harness::each_provider` reports such a run as not
+/// run (with the reason) rather than passed or failed.
+pub const NOT_RUN: &str = "NOT RUN: ";
+
+/// End a case that cannot apply to this provider or family (say why): it is reported as
+/// not run, never as passed.
+pub fn not_run(why: &str) -> Check {
+    Err(Failure(format!("{NOT_RUN}{why}")))
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -107,7 +107,9 @@ pub fn label(provider: &str, family: Family, what: &str) -> String {
 /// and each loopback family, each run on its own thread under [`with_deadline`] with the
 /// provider opened afresh. Every run is reported as passed or failed; after the last one this
 /// panics with every failure's report, so one failing combination does not hide the others.
-/// Returns how many runs there were (0 when no provider meets `needs`).
+/// A run that ends with [`crate::check::not_run`] is reported as not run. Returns how many
+/// runs there were; panics if there were none (no provider meets `needs`, or no run applied):
+/// a test that ran nothing proved nothing.
 pub fn each_provider(
     needs: crate::Needs,
     name: &str,
@@ -124,13 +126,23 @@ pub fn each_provider(
                 f(&provider, fam)
             });
             match r {
-                Ok(()) => eprintln!("{label} passed"),
-                Err(e) => failures.push(e),
+                Ok(()) => {
+                    eprintln!("{label} passed");
+                    ran += 1;
+                }
+                Err(e) => match e.split_once(crate::check::NOT_RUN) {
+                    Some((_, why)) => eprintln!("{label} not run: {why}"),
+                    None => {
+                        failures.push(e);
+                        ran += 1;
+                    }
+                },
             }
-            ran += 1;
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // A test none of whose runs applied proved nothing.
+    assert!(ran > 0, "{name}: no provider and family ran it");
     ran
 }
 

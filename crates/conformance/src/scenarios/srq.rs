@@ -151,11 +151,26 @@ pub(super) fn rnr_timeout_srq_server(ctx: &Ctx) -> Check {
     // The SRQ outlives the connection it could not serve: a Receive posted now stays in it
     // (no queue pair takes it, nothing completes), and it counts as outstanding.
     let sge = side.sges(&[0..64]);
-    // SAFETY: inside the side's registered buffer; never read.
+    // SAFETY (each post): inside the side's registered buffer; never read.
     unsafe { srq.receive(7, &sge) }.ctx("SRQ Receive after the timeout")?;
     expect_empty(&side.rcq, "the SRQ's Receive stays in the SRQ")?;
-    srq.modify(1, 0)
-        .ctx("Modify to a depth of the one Receive in the SRQ")?;
+    // It counts: three more fill the depth of 4, a fifth is refused, and the depth cannot
+    // go below the four.
+    for k in 0..3u64 {
+        unsafe { srq.receive(8 + k, &sge) }.ctx("SRQ Receive up to the depth")?;
+    }
+    expect_status(
+        unsafe { srq.receive(11, &sge) },
+        Status::NO_MORE_ENTRIES,
+        "SRQ Receive beyond the depth",
+    )?;
+    expect_status(
+        srq.modify(3, 0),
+        Status::BUFFER_OVERFLOW,
+        "Modify below the 4 Receives in the SRQ",
+    )?;
+    srq.modify(4, 0)
+        .ctx("Modify to a depth of the 4 Receives in the SRQ")?;
     Ok(())
 }
 
@@ -172,6 +187,9 @@ const MSGS: usize = 8;
 const MAX_MSG: usize = 4096;
 /// Receive buffers the server's SRQ holds: fewer than the messages in flight.
 const SRQ_BUFS: usize = 512;
+/// Receives reposted beyond what the messages need: left in the SRQ at the end, where
+/// Modify's accounting must see them.
+const SPARE: usize = 5;
 
 /// Length of message `k` on connection `c` (1..=MAX_MSG, varied so SGE and segment
 /// boundaries fall everywhere).
@@ -274,11 +292,12 @@ pub(super) fn srq_server_256_server(ctx: &Ctx) -> Check {
             if r.request_type == RequestType::Send {
                 ensure_eq!(r.status, Status::SUCCESS, "echo Send ({r:?})");
                 echoed += 1;
-                if posts < CONNS * MSGS {
+                if posts < CONNS * MSGS + SPARE {
                     post(r.request_context as usize)?;
                     posts += 1;
                 }
-                // Buffers not reposted (the last SRQ_BUFS messages' ones) are done here.
+                // Buffers not reposted are done here; `SPARE` more than the messages need
+                // stay in the SRQ at the end, for the accounting below.
                 continue;
             }
             ensure_eq!(r.status, Status::SUCCESS, "SRQ Receive status ({r:?})");
@@ -309,14 +328,13 @@ pub(super) fn srq_server_256_server(ctx: &Ctx) -> Check {
     // is refused and that depth itself is accepted (Modify's ND_BUFFER_OVERFLOW rule).
     let outstanding = posts - received;
     ensure_eq!(received, CONNS * MSGS, "Receive completions");
-    if outstanding > 0 {
-        expect_status(
-            srq.modify(outstanding as u32 - 1, 0),
-            Status::BUFFER_OVERFLOW,
-            &format!("Modify below the {outstanding} Receives still in the SRQ"),
-        )?;
-    }
-    srq.modify(outstanding.max(1) as u32, 0)
+    ensure_eq!(outstanding, SPARE, "Receives left in the SRQ");
+    expect_status(
+        srq.modify(outstanding as u32 - 1, 0),
+        Status::BUFFER_OVERFLOW,
+        &format!("Modify below the {outstanding} Receives still in the SRQ"),
+    )?;
+    srq.modify(outstanding as u32, 0)
         .ctx("Modify to exactly the Receives still in the SRQ")?;
     ensure!(
         next.iter().all(|&k| k == MSGS),
