@@ -396,6 +396,18 @@ fn mismatch(server_args: &[&str], client_args: &[&str], key: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn server");
+    // A server that hangs is killed after a minute: the reads below then end, and the test
+    // fails instead of hanging.
+    let pid = rustix::process::Pid::from_raw(server.id() as i32).expect("pid");
+    let (done, watch) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if watch
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    });
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap())
         .read_line(&mut line)
@@ -414,6 +426,8 @@ fn mismatch(server_args: &[&str], client_args: &[&str], key: &str) {
         .read_to_string(&mut server_err)
         .unwrap();
     let status = server.wait().unwrap();
+    let _ = done.send(());
+    let _ = watchdog.join();
     assert!(!ok, "the client must fail");
     assert!(!status.success(), "the server must fail");
     for (who, e) in [("client", &client_err), ("server", &server_err)] {

@@ -19,8 +19,9 @@ fn adapter() -> Adapter {
         .expect("adapter")
 }
 
-/// The reactor side: progress the adapter whenever its descriptor is readable. Nothing
-/// else drives it, so every future below completes only through the descriptor.
+/// The reactor side: progress the adapter whenever its descriptor is readable. A polled
+/// `Overlapped` also drives the adapter once per poll; what arrives while every future is
+/// pending reaches them through the descriptor.
 async fn drive(adapter: Adapter) {
     // SAFETY: the `AsyncFd` owns the adapter, whose descriptor stays open and unchanged
     // for as long as tokio has it registered.
@@ -79,8 +80,23 @@ async fn next_one(cq: &CompletionQueue) -> NdResult {
     r[0]
 }
 
+/// Run `f` on its own thread and fail if it has not returned within a minute: a future that
+/// never completes fails the test instead of hanging it.
+fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("finished within a minute (a future never completed)")
+}
+
 #[test]
 fn futures_complete_under_tokio_driven_by_the_descriptor() {
+    within(futures_under_tokio);
+}
+
+fn futures_under_tokio() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
@@ -140,6 +156,10 @@ fn futures_complete_under_tokio_driven_by_the_descriptor() {
 
 #[test]
 fn a_dropped_future_leaves_posted_memory_to_the_provider() {
+    within(dropped_future);
+}
+
+fn dropped_future() {
     let a = adapter();
     let (buf, mr, token) = registered(&a, 4096);
     let cq = a.create_completion_queue(8, 0, 0).expect("cq");
