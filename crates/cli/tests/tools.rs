@@ -401,10 +401,7 @@ fn mismatch(server_args: &[&str], client_args: &[&str], key: &str) {
     let pid = rustix::process::Pid::from_raw(server.id() as i32).expect("pid");
     let (done, watch) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
-        if watch
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .is_err()
-        {
+        if watch.recv_timeout(Duration::from_secs(60)).is_err() {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
     });
