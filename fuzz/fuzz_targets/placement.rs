@@ -137,8 +137,18 @@ fuzz_target!(|data: &[u8]| {
                     }
                 }
                 DdpHeader::Tagged(t) if t.opcode == Opcode::ReadResponse => {
+                    // Steered: the expected STag (a raw one is a guess that almost never
+                    // matches), and a TO near the expected one, from the input: right or off
+                    // by a few bytes either way, so that refusing a TO out of turn is fuzzed.
                     let (stag, to) = if steered && t.stag & 1 == 0 {
-                        (expect.sink_stag, expect.sink_to + u64::from(expect.got))
+                        let off = i64::from((t.to & 0xF) as i8) - 8;
+                        let want = expect.sink_to + u64::from(expect.got);
+                        let to = if t.to & 0x10 == 0 {
+                            want
+                        } else {
+                            want.wrapping_add_signed(off)
+                        };
+                        (expect.sink_stag, to)
                     } else {
                         (t.stag, t.to)
                     };
