@@ -315,9 +315,12 @@ pub(super) fn active_reject_client(ctx: &Ctx) -> Check {
 pub(super) fn refused_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
     let (listener, laddr) = listen(&side.adapter, any_port(ctx), 4)?;
-    // Releasing the listener makes Connects to its port fail (NdConnListenClosing, §2.11).
+    // Releasing the listener makes Connects to its port fail (NdConnListenClosing, §2.11),
+    // while this process, and its adapter, live on until the client is done: the refusal is
+    // the release's doing, not the process's exit.
     drop(listener);
     ctx.announce_listening(laddr);
+    ctx.linger();
     Ok(())
 }
 

@@ -86,9 +86,10 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "refused",
-        summary: "Connect to a port whose listener was released: ND_CONNECTION_REFUSED, and a \
-                  retry on the same connector is refused the same way",
-        flow: Flow::ClientAfterServerExit,
+        summary: "Connect to a port whose listener was released (its process still running): \
+                  ND_CONNECTION_REFUSED, and a retry on the same connector is refused the same \
+                  way",
+        flow: Flow::Normal,
         server: connection::refused_server,
         client: connection::refused_client,
     },
