@@ -397,25 +397,6 @@ pub fn run_within(
         }
     };
 
-    if scenario.flow == Flow::ClientAfterServerExit {
-        match server.wait_until(deadline) {
-            Some(s) if s.success() => {}
-            Some(_) => {
-                return Err(format!(
-                    "{label} the server failed before the client started\n{}",
-                    server.output()
-                ))
-            }
-            None => {
-                server.kill();
-                return Err(format!(
-                    "{label} hard timeout ({timeout:?}): the server did not exit\n{}",
-                    server.output()
-                ));
-            }
-        }
-    }
-
     let mut client = Peer::spawn(exe, provider, drive, scenario.name, "client", &addr)
         .map_err(|e| format!("{label} {e}"))?;
 

@@ -23,8 +23,6 @@ pub enum Flow {
     /// The server prints `LISTENING`, the client runs and exits, then the server's standard
     /// input is closed and it exits. Both must exit 0.
     Normal,
-    /// The server prints `LISTENING` and exits 0; the client starts only after that.
-    ClientAfterServerExit,
     /// The client prints `READY` once connected; the harness then kills the server with
     /// SIGKILL. The client must exit 0.
     KillServerOnReady,
