@@ -103,21 +103,11 @@ fn cpu_of_a_wait(server: &Adapter, l: &netdirect::Listener) -> Duration {
 
 #[test]
 fn a_wait_after_a_peer_reset_sleeps() {
-    let Pair {
-        server,
-        l,
-        client,
-        scq,
-        sqp,
-        ccq,
-        cqp,
-        cconn,
-        sconn: _sconn,
-    } = pair();
+    let p = pair();
     // 16 × 4 MiB of Sends the client never reads: far more than the sockets hold.
     const LEN: usize = 4 << 20;
     let buf = Buffer::new(LEN).expect("buffer");
-    let mr = server.create_memory_region().expect("mr");
+    let mr = p.server.create_memory_region().expect("mr");
     mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)
         .expect("register")
         .wait()
@@ -125,23 +115,23 @@ fn a_wait_after_a_peer_reset_sleeps() {
     let sge = buf.sge(0..LEN, mr.get_local_token());
     for i in 0..16 {
         // SAFETY: the buffer is not written while the Sends are outstanding.
-        unsafe { sqp.send(i, &[sge], OpFlags::empty()) }.expect("send");
+        unsafe { p.sqp.send(i, &[sge], OpFlags::empty()) }.expect("send");
     }
-    server.progress();
+    p.server.progress();
     // The client goes away with unread bytes in its socket: the kernel resets the connection.
-    drop((cqp, ccq, cconn));
-    drop(client);
+    drop((p.cqp, p.ccq, p.cconn));
+    drop(p.client);
 
     // Every Send completes (most flushed), seen through blocking waits.
     let mut out = [NdResult::EMPTY; 64];
     let mut got = 0;
     let end = Instant::now() + Duration::from_secs(30);
     while got < 16 {
-        let ov = scq.notify(NotifyType::Any).expect("notify");
-        got += scq.get_results(&mut out);
+        let ov = p.scq.notify(NotifyType::Any).expect("notify");
+        got += p.scq.get_results(&mut out);
         if got < 16 {
             let _ = ov.wait_timeout(Some(Duration::from_secs(1)));
-            got += scq.get_results(&mut out);
+            got += p.scq.get_results(&mut out);
         }
         assert!(
             Instant::now() < end,
@@ -150,12 +140,11 @@ fn a_wait_after_a_peer_reset_sleeps() {
     }
 
     // Now a blocking wait on something else of the same adapter.
-    let used = cpu_of_a_wait(&server, &l);
+    let used = cpu_of_a_wait(&p.server, &p.l);
     assert!(
         used < Duration::from_millis(250),
         "the waiting thread spun: {used:?} of CPU in a one-second wait"
     );
-    drop(sqp);
 }
 
 /// Disconnect right after taking a peer's Write and its completion probe: the probe's answer

@@ -136,13 +136,18 @@ impl End {
 
     /// Passive side: take one request and accept it.
     pub(crate) fn accept_one(&self, l: &Listener) {
+        self.accept_one_with(l, 0);
+    }
+
+    /// [`End::accept_one`] allowing `reads` Reads each way (inbound and outbound limits).
+    pub(crate) fn accept_one_with(&self, l: &Listener, reads: u32) {
         l.get_connection_request(&self.connector)
             .expect("get connection request")
             .wait_timeout(Some(DEADLINE))
             .expect("request in time")
             .expect("request");
         self.connector
-            .accept(&self.qp, 0, 0, &[])
+            .accept(&self.qp, reads, reads, &[])
             .expect("accept")
             .wait_timeout(Some(DEADLINE))
             .expect("accept in time")
@@ -151,8 +156,13 @@ impl End {
 
     /// Active side: connect and complete.
     pub(crate) fn connect(&self, dest: SocketAddr) {
+        self.connect_with(dest, 0);
+    }
+
+    /// [`End::connect`] asking for `reads` Reads each way.
+    pub(crate) fn connect_with(&self, dest: SocketAddr, reads: u32) {
         self.connector
-            .connect(&self.qp, dest, 0, 0, &[])
+            .connect(&self.qp, dest, reads, reads, &[])
             .expect("connect")
             .wait_timeout(Some(DEADLINE))
             .expect("connect in time")
@@ -298,30 +308,8 @@ pub(crate) fn pair(buf: usize) -> (End, End) {
     let (l, addr) = s.listen();
     let c = End::new(buf, 8);
     std::thread::scope(|t| {
-        t.spawn(|| {
-            l.get_connection_request(&s.connector)
-                .expect("get connection request")
-                .wait_timeout(Some(DEADLINE))
-                .expect("in time")
-                .expect("request");
-            s.connector
-                .accept(&s.qp, 4, 4, &[])
-                .expect("accept")
-                .wait_timeout(Some(DEADLINE))
-                .expect("in time")
-                .expect("accept");
-        });
-        c.connector
-            .connect(&c.qp, addr, 4, 4, &[])
-            .expect("connect")
-            .wait_timeout(Some(DEADLINE))
-            .expect("in time")
-            .expect("connect");
-        c.connector
-            .complete_connect()
-            .expect("complete connect")
-            .wait()
-            .expect("complete connect");
+        t.spawn(|| s.accept_one_with(&l, 4));
+        c.connect_with(addr, 4);
     });
     (c, s)
 }

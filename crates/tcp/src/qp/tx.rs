@@ -619,6 +619,11 @@ fn gather(segs: &[Seg], off: u64, n: u64, out: &mut [&[u8]]) -> usize {
 mod tests {
     use super::*;
 
+    /// One segment over `payload` (no registration: the tests own the memory).
+    fn seg_of(payload: &[u8]) -> Seg {
+        Seg::new(payload.as_ptr() as usize as u64, payload.len() as u32, None)
+    }
+
     /// Bytes still queued.
     fn queued(tx: &Tx) -> usize {
         tx.chunks
@@ -638,11 +643,7 @@ mod tests {
     #[test]
     fn a_frame_begun_on_a_chunk_boundary_is_kept_at_teardown() {
         let payload = vec![7u8; 4096];
-        let seg = [Seg::new(
-            payload.as_ptr() as usize as u64,
-            payload.len() as u32,
-            None,
-        )];
+        let seg = [seg_of(&payload)];
         let mut tx = Tx::new();
         tx.start(65504);
         tx.encode_send(&seg, 4096, OpFlags::empty(), true);
@@ -681,11 +682,7 @@ mod tests {
         b.set_nonblocking(true).unwrap();
         let mut reader: std::os::unix::net::UnixStream = std::os::fd::OwnedFd::from(b).into();
         let payload = vec![7u8; 512];
-        let seg = [Seg::new(
-            payload.as_ptr() as usize as u64,
-            payload.len() as u32,
-            None,
-        )];
+        let seg = [seg_of(&payload)];
         let mut tx = Tx::new();
         tx.start(65504);
         let (mut queued, mut sent, mut got) = (0usize, 0usize, 0usize);
