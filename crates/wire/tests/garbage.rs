@@ -3,21 +3,29 @@
 
 mod strategies;
 
-use netdirect_wire::fpdu::{encode_fpdu, Deframer};
+use netdirect_wire::fpdu::{encode_fpdu, Deframer, Event};
 use netdirect_wire::handshake::{Initiator, InitiatorConfig, Responder};
 use netdirect_wire::mpa::{EnhancedData, FrameKind, MpaFlags, MpaFrame, RtrTypes};
 use proptest::prelude::*;
 use strategies::fpdu_parts;
 
+/// `input` cut into pieces of the sizes in `chunks`, taken in turn (0 counts as 1).
+fn pieces<'a>(input: &'a [u8], chunks: &'a [usize]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let mut rest = input;
+    chunks.iter().cycle().map_while(move |&size| {
+        if rest.is_empty() {
+            return None;
+        }
+        let (piece, tail) = rest.split_at(size.clamp(1, rest.len()));
+        rest = tail;
+        Some(piece)
+    })
+}
+
 /// Drives a deframer over `input` in chunks; checks progress and poisoning.
 fn drive(crc_on: bool, max_ulpdu: usize, input: &[u8], chunks: &[usize]) {
     let mut d = Deframer::new(crc_on, max_ulpdu);
-    let mut off = 0;
-    let mut step = 0;
-    while off < input.len() {
-        let size = chunks[step % chunks.len()].max(1);
-        step += 1;
-        let mut chunk = &input[off..(off + size).min(input.len())];
+    for (step, mut chunk) in pieces(input, chunks).enumerate() {
         while !chunk.is_empty() {
             match d.next(chunk) {
                 Ok((ev, n)) => {
@@ -27,12 +35,10 @@ fn drive(crc_on: bool, max_ulpdu: usize, input: &[u8], chunks: &[usize]) {
                         assert_eq!(n, chunk.len());
                     }
                     chunk = &chunk[n..];
-                    off += n;
-                    if d.payload_remaining() > 0 && step % 2 == 0 && !chunk.is_empty() {
+                    if d.payload_remaining() > 0 && step % 2 == 1 && !chunk.is_empty() {
                         let k = d.payload_remaining().min(chunk.len());
                         d.payload_direct(&chunk[..k]);
                         chunk = &chunk[k..];
-                        off += k;
                     }
                 }
                 Err(e) => {
@@ -46,6 +52,38 @@ fn drive(crc_on: bool, max_ulpdu: usize, input: &[u8], chunks: &[usize]) {
             }
         }
     }
+}
+
+/// What a deframer makes of `input` fed in `chunks`: its events, with payload bytes gathered
+/// per segment (their split is the chunking's), and the error it stopped at, if any.
+fn outcome(crc_on: bool, max_ulpdu: usize, input: &[u8], chunks: &[usize]) -> Vec<String> {
+    let mut d = Deframer::new(crc_on, max_ulpdu);
+    let mut out = Vec::new();
+    let mut payload = Vec::new();
+    for mut chunk in pieces(input, chunks) {
+        while !chunk.is_empty() {
+            match d.next(chunk) {
+                Ok((ev, n)) => {
+                    match ev {
+                        Some(Event::Header(h)) => out.push(format!("{h:?}")),
+                        Some(Event::Payload(p)) => payload.extend_from_slice(p),
+                        Some(Event::End) => out.push(format!("end {payload:?}")),
+                        None => {}
+                    }
+                    if matches!(ev, Some(Event::End)) {
+                        payload.clear();
+                    }
+                    chunk = &chunk[n..];
+                }
+                Err(e) => {
+                    out.push(format!("error {e:?}"));
+                    return out;
+                }
+            }
+        }
+    }
+    out.push(format!("open {} {payload:?}", d.at_boundary()));
+    out
 }
 
 /// A stream of valid FPDUs with some bytes overwritten.
@@ -158,6 +196,23 @@ proptest! {
                           chunks in proptest::collection::vec(1usize..512, 1..16)) {
         drive(crc_on, 65535, &input, &chunks);
         drive(!crc_on, 65535, &input, &chunks);
+    }
+
+    /// The deframer's verdict on any input (its events, the error and the Terminate it names)
+    /// does not depend on how the bytes were split: one piece, arbitrary pieces, or one byte
+    /// at a time.
+    #[test]
+    fn deframer_outcome_is_chunking_independent(
+        (crc_on, input) in prop_oneof![
+            corrupted_stream(),
+            (any::<bool>(), proptest::collection::vec(any::<u8>(), 0..512)),
+        ],
+        max_ulpdu in prop_oneof![Just(65535usize), 0usize..2000],
+        chunks in proptest::collection::vec(1usize..80, 1..16),
+    ) {
+        let whole = outcome(crc_on, max_ulpdu, &input, &[usize::MAX]);
+        prop_assert_eq!(&outcome(crc_on, max_ulpdu, &input, &chunks), &whole);
+        prop_assert_eq!(&outcome(crc_on, max_ulpdu, &input, &[1]), &whole);
     }
 
     #[test]

@@ -324,21 +324,22 @@ impl Deframer {
         &mut self,
         input: &'a [u8],
     ) -> Result<(Option<Event<'a>>, usize), FramingError> {
-        let mut consumed = 0;
-        loop {
-            let need = self.header_need()?;
-            if self.staged >= need {
-                break;
-            }
-            if consumed == input.len() {
-                return Ok((None, consumed));
-            }
-            let take = (need - self.staged).min(input.len() - consumed);
-            self.hdr[self.staged..self.staged + take]
-                .copy_from_slice(&input[consumed..consumed + take]);
-            self.staged += take;
-            consumed += take;
+        // Copy what the input offers (up to the largest prefix) behind the staged bytes, and
+        // validate all of it at once: `header_need` checks in prefix order, each check reading
+        // only bytes below the need it guards, so seeing more bytes at once gives the verdict
+        // staging them piece by piece would (one call instead of one per header field; the
+        // chunking property tests hold the two equal). Bytes past the need are not staged:
+        // they belong to the payload or the next FPDU and are left in the input.
+        let avail = (MAX_PREFIX_LEN - self.staged).min(input.len());
+        self.hdr[self.staged..self.staged + avail].copy_from_slice(&input[..avail]);
+        let visible = self.staged + avail;
+        let need = self.header_need(visible)?;
+        if need > visible {
+            self.staged = visible;
+            return Ok((None, avail));
         }
+        let consumed = need - self.staged;
+        self.staged = need;
         let sh = self.finish_header()?;
         // All header bytes came from this input (none staged by an earlier call) and the
         // whole segment is there too: check its CRC now, in one pass.
@@ -381,12 +382,13 @@ impl Deframer {
         }
     }
 
-    /// Validates what is staged so far and returns the total prefix length
-    /// (length field + headers) needed, as far as the staged bytes tell. The
-    /// value never decreases as bytes are staged; the header is complete
-    /// when `staged` reaches it. Never asks for bytes beyond the ULPDU.
-    fn header_need(&self) -> Result<usize, FramingError> {
-        let h = &self.hdr[..self.staged];
+    /// Validates the first `visible` bytes of `hdr` and returns the total prefix
+    /// length (length field + headers) needed, as far as those bytes tell. The
+    /// value never decreases as more bytes become visible; the header is
+    /// complete when `visible` reaches it. Never asks for bytes beyond the
+    /// ULPDU.
+    fn header_need(&self, visible: usize) -> Result<usize, FramingError> {
+        let h = &self.hdr[..visible];
         if h.len() < LENGTH_FIELD_LEN {
             return Ok(LENGTH_FIELD_LEN);
         }
