@@ -240,6 +240,9 @@ impl Engine {
             self.lock_sources().remove(key);
             return Err(e.into());
         }
+        // A leader asleep with no source registered polls the wake eventfd instead of the
+        // epoll set (`sleep_on_all`): it must rebuild its set to hear this socket.
+        self.interest_grew();
         Ok(Registered {
             sock: Some(sock),
             engine: self.clone(),
@@ -354,8 +357,17 @@ impl Engine {
         {
             let streams = &scratch.streams;
             let n = streams.len() + 1;
+            // With only data sockets in play (no listener or connecting socket registered),
+            // the epoll set holds nothing the leader must hear but the wake eventfd (the
+            // timers' deadline is `timeout`): poll the eventfd itself, which is cheaper on
+            // every wake-up than polling the epoll set (`register` wakes us to rebuild).
+            let control: BorrowedFd<'_> = if self.lock_sources().is_empty() {
+                self.wake.as_fd()
+            } else {
+                self.epfd.as_fd()
+            };
             let entry = |i: usize| match i.checked_sub(1).and_then(|i| streams.get(i)) {
-                None => PollFd::new(&self.epfd, PollFlags::IN),
+                None => PollFd::new(&control, PollFlags::IN),
                 Some((sh, _)) => {
                     let mut f = PollFlags::empty();
                     if sh.wants_read.load(Ordering::SeqCst) {
