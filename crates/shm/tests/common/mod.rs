@@ -327,6 +327,20 @@ pub(crate) fn drive(c: &End, s: &End) -> NdResult {
     }
 }
 
+/// `r` is the successful completion of request `ctx` of type `ty`, `len` bytes.
+fn done_ok(r: NdResult, ty: RequestType, ctx: u64, len: usize, what: &str) {
+    assert_eq!(
+        (
+            r.status,
+            r.request_type,
+            r.request_context,
+            r.bytes_transferred
+        ),
+        (Status::SUCCESS, ty, ctx, len as u32),
+        "{what}: {ty:?} of {len}"
+    );
+}
+
 /// Writes of 0 B to 1 MiB into `s`'s buffer and Reads of them back, each checked byte for
 /// byte; `what` names the path in messages.
 pub(crate) fn sweep(c: &End, s: &End, what: &str) {
@@ -360,17 +374,7 @@ pub(crate) fn sweep(c: &End, s: &End, what: &str) {
         let sge = c.buf.sge(0..len, c.token());
         // SAFETY: the source is left alone until the Write completes.
         unsafe { c.qp.write(k, &[sge], addr, token, flags) }.expect("post Write");
-        let r = drive(c, s);
-        assert_eq!(
-            (
-                r.status,
-                r.request_type,
-                r.request_context,
-                r.bytes_transferred
-            ),
-            (Status::SUCCESS, RequestType::Write, k, len as u32),
-            "{what}: Write of {len}"
-        );
+        done_ok(drive(c, s), RequestType::Write, k, len, what);
         // Complete means placed: the bytes are there now, nothing past them changed.
         assert_eq!(s.read(at, len), data, "{what}: Write of {len} placed");
         // Read them back into another part of the initiator's buffer.
@@ -378,17 +382,7 @@ pub(crate) fn sweep(c: &End, s: &End, what: &str) {
         let sge = c.buf.sge(back..back + len, c.token());
         // SAFETY: the sink is read only after the Read completes.
         unsafe { c.qp.read(100 + k, &[sge], addr, token, OpFlags::empty()) }.expect("Read");
-        let r = drive(c, s);
-        assert_eq!(
-            (
-                r.status,
-                r.request_type,
-                r.request_context,
-                r.bytes_transferred
-            ),
-            (Status::SUCCESS, RequestType::Read, 100 + k, len as u32),
-            "{what}: Read of {len}"
-        );
+        done_ok(drive(c, s), RequestType::Read, 100 + k, len, what);
         assert_eq!(c.read(back, len), data, "{what}: Read of {len} back");
     }
 }
