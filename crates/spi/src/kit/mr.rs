@@ -406,7 +406,7 @@ impl Table {
 
 /// How many of the most recently deregistered tokens are never issued again (a peer or a
 /// stale cache still holding one finds it dead rather than someone else's memory). Their
-/// bookkeeping grows only with deregistrations, to about 1 MiB at this bound.
+/// bookkeeping grows only with deregistrations, to under 1 MiB at this bound.
 pub const RETIRED_TOKENS: usize = 1 << 16;
 
 /// Where tokens come from: the random pool and the quarantine of recently dead tokens.
