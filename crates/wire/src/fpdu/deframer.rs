@@ -326,9 +326,11 @@ impl Deframer {
     ) -> Result<(Option<Event<'a>>, usize), FramingError> {
         // Copy what the input offers (up to the largest prefix) behind the staged bytes, and
         // validate all of it at once: `header_need` checks in prefix order, each check reading
-        // only bytes below the need it guards, so seeing more bytes at once gives the verdict
-        // staging them piece by piece would (one call instead of one per header field; the
-        // chunking property tests hold the two equal). Bytes past the need are not staged:
+        // only bytes below the need it guards (a Terminate's length may read past a too-short
+        // ULPDU, but any length it reads there fails the same LENGTH check the shorter view
+        // fails), so seeing more bytes at once gives the verdict staging them piece by piece
+        // would (one call instead of one per header field; the chunking property test
+        // `deframer_outcome_is_chunking_independent` holds the two equal). Bytes past the need are not staged:
         // they belong to the payload or the next FPDU and are left in the input.
         let avail = (MAX_PREFIX_LEN - self.staged).min(input.len());
         self.hdr[self.staged..self.staged + avail].copy_from_slice(&input[..avail]);
