@@ -105,6 +105,10 @@ pub(crate) struct SideLine {
 pub(crate) struct Segment {
     base: NonNull<u8>,
     params: Params,
+    /// Offsets of channel 0's and 1's consumer lines, and of a channel's data area from its
+    /// consumer line: computed once, as every ring access on the data path starts from them.
+    chan_off: [usize; 2],
+    data_off: usize,
 }
 
 // SAFETY: the mapping is plain shared memory; every access through `Segment` goes through
@@ -183,7 +187,12 @@ impl Segment {
             )?
         };
         let base = NonNull::new(p.cast::<u8>()).ok_or(io::ErrorKind::Other)?;
-        Ok(Self { base, params })
+        Ok(Self {
+            base,
+            params,
+            chan_off: [params.chan_off(0), params.chan_off(1)],
+            data_off: params.data_off(),
+        })
     }
 
     /// Where this process mapped the segment (the peer probes cross-memory attach with it).
@@ -203,11 +212,11 @@ impl Segment {
 
     /// Channel `c` (0: active → passive, 1: passive → active).
     pub(crate) fn chan(&self, c: usize) -> Chan<'_> {
-        let off = self.params.chan_off(c & 1);
+        let off = self.chan_off[c & 1];
         // SAFETY: `off` and the data offset are inside the mapping by construction of `Params`.
         let (ctl, data) = unsafe {
             let ctl = self.base.as_ptr().add(off);
-            (ctl, ctl.add(self.params.data_off()))
+            (ctl, ctl.add(self.data_off))
         };
         Chan {
             ctl,
