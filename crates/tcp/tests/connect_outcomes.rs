@@ -1,10 +1,13 @@
 //! How a tcp Connect ends when the peer is slow or gone.
 //!
 //! * IND2Connector::Connect: "NetworkDirect providers should avoid timing out connections
-//!   because the listening peer did not call IND2Connector::Accept". With the connect timeout
-//!   cut to 200 ms (`ND_TCP_CONNECT_TIMEOUT_MS`, which bounds the TCP handshake and sending
-//!   the MPA Request only), a Connect whose request the listening application takes and
-//!   accepts well after that still completes, and the connection works.
+//!   because the listening peer did not call IND2Connector::Accept". With the tcp connect
+//!   timeout cut to 200 ms (`ND_TCP_CONNECT_TIMEOUT_MS`, which bounds the TCP handshake and
+//!   sending the MPA Request only) and both providers' listener request timeouts too
+//!   (`ND_TCP_REQUEST_TIMEOUT_MS`, `ND_SHM_REQUEST_TIMEOUT_MS`, which bound the wait for a
+//!   peer's request only), a Connect whose request the listening application takes and
+//!   accepts well after that still completes, and the connection works. This one runs for
+//!   every provider (the rule is ND's); the others speak the iWARP wire.
 //! * A reset before the MPA Reply is a refusal (Connect has no ND_CONNECTION_ABORTED).
 //! * A listener closes a connection whose MPA Request does not come within
 //!   `ND_TCP_REQUEST_TIMEOUT_MS` (200 ms here), as siw does: a stray or stalled peer cannot
@@ -206,7 +209,8 @@ fn stalled_request_event_loop(p: &Provider, fam: Family) -> Check {
 fn connect_outcomes() {
     std::env::set_var("ND_TCP_CONNECT_TIMEOUT_MS", "200");
     std::env::set_var("ND_TCP_REQUEST_TIMEOUT_MS", "200");
-    harness::each_provider(Needs::IwarpWire, "tcp-slow-accept", run);
+    std::env::set_var("ND_SHM_REQUEST_TIMEOUT_MS", "200");
+    harness::each_provider(Needs::TwoSided, "slow-accept", run);
     harness::each_provider(Needs::IwarpWire, "tcp-connect-reset", reset);
     harness::each_provider(Needs::IwarpWire, "tcp-stalled-request", stalled_request);
     harness::each_provider(
