@@ -100,6 +100,11 @@ impl ShmCq {
             // the queue pair's lock is taken), so driving queue pairs under it cannot deadlock.
             let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
             o.retain(|l| !l.is_closed());
+            if o.is_empty() {
+                // Every overflow connection closed: polls go back to the lock-free slots only
+                // (set again, under this lock, by the next `add_link` that overflows).
+                self.has_overflow.store(false, Ordering::Release);
+            }
             for l in o.iter() {
                 l.poll_fast();
             }
