@@ -28,9 +28,8 @@ pub(crate) fn recv_all(s: &mut TcpStream, mut buf: &mut [u8]) -> Result<(), Stri
         match s.read(buf) {
             Ok(0) => return Err("peer closed".into()),
             Ok(n) => buf = &mut buf[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
-                std::hint::spin_loop()
-            }
+            // Spin with no PAUSE, as `nd`'s own polling loops (common::endpoint).
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -42,9 +41,8 @@ pub(crate) fn send_all(s: &mut TcpStream, mut buf: &[u8]) -> Result<(), String> 
     while !buf.is_empty() {
         match s.write(buf) {
             Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
-                std::hint::spin_loop()
-            }
+            // Spin with no PAUSE, as `nd`'s own polling loops (common::endpoint).
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.to_string()),
         }
     }

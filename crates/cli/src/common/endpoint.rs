@@ -191,7 +191,12 @@ impl Endpoint {
         (self.cq.get_results(&mut r) == 1).then_some(r[0])
     }
 
-    /// The next completion, which must have succeeded. Polling mode spins on `GetResults`.
+    /// The next completion, which must have succeeded. Polling mode spins on `GetResults`,
+    /// with no `PAUSE` between calls, as ucx_perftest's ping-pong loop polls (progress, read
+    /// the sequence number, again): on this 2-vCPU VM a `PAUSE` takes about 28 ns, and a
+    /// two-process flag ping-pong that pauses in its wait loop measured 160–195 ns per half
+    /// round trip against 50–70 ns without (docs/ARCHITECTURE.md, "Busy polling without
+    /// PAUSE").
     /// Blocking mode arms `Notify(ND_CQ_NOTIFY_ANY)` (or keeps the one still armed from an
     /// earlier call), then polls, then sleeps in `GetOverlappedResult(wait)` if the queue was
     /// empty. Polling after arming is what makes this race-free (nd-reference R-CQ: a
@@ -204,7 +209,6 @@ impl Endpoint {
                 if let Some(r) = self.try_next() {
                     return check(r);
                 }
-                std::hint::spin_loop();
             }
         }
         loop {
@@ -232,10 +236,10 @@ impl Endpoint {
 
     /// Wait for something that makes no completion here (a peer's RDMA Write landing): in
     /// blocking mode sleep until the adapter's descriptor says its I/O needs driving, then
-    /// drive it; in polling mode just spin once (the caller's `GetResults` drives the I/O).
+    /// drive it; in polling mode return at once, to be called again (the caller's
+    /// `GetResults` drives the I/O; no `PAUSE`, as in [`Endpoint::next`]).
     pub(crate) fn idle(&self) -> Result<(), String> {
         if !self.blocking {
-            std::hint::spin_loop();
             return Ok(());
         }
         let fd = self.adapter.fd();
@@ -278,7 +282,7 @@ pub(crate) fn finish(ov: &Overlapped, blocking: bool) -> netdirect::Result<()> {
     }
     loop {
         match ov.get_overlapped_result(false) {
-            Err(e) if e.is_pending() => std::hint::spin_loop(),
+            Err(e) if e.is_pending() => {}
             r => return r,
         }
     }
