@@ -110,7 +110,7 @@ fn reset(p: &Provider, fam: Family) -> Check {
 /// closes the connection once the request timeout passes (while the application waits on a
 /// GetConnectionRequest, which drives the adapter), and that request stays pending.
 fn stalled_request(p: &Provider, fam: Family) -> Check {
-    use std::io::{ErrorKind, Read, Write};
+    use std::io::Write;
     let ip = fam.ip();
     let (_a, listener, laddr, server) = listening(p, ip)?;
     let gcr = listener
@@ -125,16 +125,8 @@ fn stalled_request(p: &Provider, fam: Family) -> Check {
             gcr.wait_timeout(Some(Duration::from_millis(20))).is_none(),
             "a stalled peer completed GetConnectionRequest"
         );
-        let mut b = [0u8; 16];
-        match raw.read(&mut b) {
-            Ok(0) => break,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
-            other => {
-                return Err(netdirect_conformance::check::Failure(format!(
-                    "the listener answered half a Request: {other:?}"
-                )))
-            }
+        if listener_closed(&mut raw)? {
+            break;
         }
         ensure!(
             std::time::Instant::now() < end,
@@ -149,7 +141,7 @@ fn stalled_request(p: &Provider, fam: Family) -> Check {
 /// readable, and the deadline itself makes it readable.
 fn stalled_request_event_loop(p: &Provider, fam: Family) -> Check {
     use rustix::event::epoll;
-    use std::io::{ErrorKind, Read, Write};
+    use std::io::Write;
     let ip = fam.ip();
     let (a, listener, laddr, server) = listening(p, ip)?;
     let _gcr = listener
@@ -186,21 +178,28 @@ fn stalled_request_event_loop(p: &Provider, fam: Family) -> Check {
         if !ready.is_empty() {
             a.progress();
         }
-        let mut b = [0u8; 16];
-        match raw.read(&mut b) {
-            Ok(0) => return Ok(()),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Ok(()),
-            other => {
-                return Err(netdirect_conformance::check::Failure(format!(
-                    "the listener answered half a Request: {other:?}"
-                )))
-            }
+        if listener_closed(&mut raw)? {
+            return Ok(());
         }
         ensure!(
             std::time::Instant::now() < end,
             "under an event loop the stalled connection is never closed"
         );
+    }
+}
+
+/// Whether the listener closed the stalled raw connection (end-of-file or reset); `false` while
+/// it holds it; a failure if it answered half a Request with anything at all.
+fn listener_closed(raw: &mut std::net::TcpStream) -> Check<bool> {
+    use std::io::{ErrorKind, Read};
+    let mut b = [0u8; 16];
+    match raw.read(&mut b) {
+        Ok(0) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => Ok(true),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(false),
+        other => Err(netdirect_conformance::check::Failure(format!(
+            "the listener answered half a Request: {other:?}"
+        ))),
     }
 }
 
