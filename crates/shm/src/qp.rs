@@ -632,10 +632,10 @@ impl ShmQp {
     }
 
     /// A Send just put in the ring by its post: complete at once when nothing is ahead of it,
-    /// else queue it, already in the ring, to complete in its turn.
+    /// else queue it, already in the ring, to complete in its turn. The completion is queued
+    /// before the lock goes: a Send another thread pushes next must not complete first.
     fn pushed_send(&self, mut g: MutexGuard<'_, Inner>, context: u64, flags: OpFlags, total: u64) {
         if g.sq.is_empty() {
-            drop(g);
             self.complete_send(context, flags, Status::SUCCESS);
             return;
         }

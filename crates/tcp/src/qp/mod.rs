@@ -71,6 +71,8 @@ use tx::Tx;
 
 /// Most SGEs an INLINE request may carry (the SGE limit does not apply to them, §2.9).
 const MAX_INLINE_SGE: usize = 64;
+/// Most SGEs of a Send that takes the direct path (`TcpQp::send_direct`).
+const DIRECT_SGE: usize = 4;
 
 /// Where the connection of a queue pair stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -588,6 +590,23 @@ impl TcpQp {
             self.complete_send(&wr, Status::CANCELED);
             return Ok(());
         }
+        // The common small Send, with nothing queued before it: framed on the stack and
+        // written at once, past the stash and the staging queue (`send_direct`).
+        let wr = if matches!(kind, TxKind::Send)
+            && g.conn == Conn::Established
+            && g.sq.is_empty()
+            && !g.tx.has_output()
+            && total <= tx::DIRECT_MAX as u64
+            && sge.len() <= DIRECT_SGE
+        {
+            // SAFETY: forwarded contract of this function.
+            match unsafe { self.send_direct(&mut g, wr, sge, inline) } {
+                Ok(()) => return Ok(()),
+                Err(wr) => wr,
+            }
+        } else {
+            wr
+        };
         if inline {
             // Inline data is captured now: the application may reuse its buffer at once.
             g.tx.stash_inline(sge);
@@ -622,6 +641,69 @@ impl TcpQp {
         }
         self.encode_pending(&mut g);
         self.flush_tx(&mut g);
+        Ok(())
+    }
+
+    /// A Send of at most [`tx::DIRECT_MAX`] bytes with nothing queued before it (no request,
+    /// no output): framed on the stack and written with one `send(2)` within the post, and
+    /// complete once TCP took all of it, as any Send (`complete_ready`). What the socket does
+    /// not take is queued as ordinary output, from where `flush_tx` writes and completes it
+    /// (or reports the broken socket). This skips the inline stash, the staging buffer and the
+    /// chunk queue, about half of an 8-byte Send's instructions (docs/ARCHITECTURE.md, "What
+    /// a blocking message costs"). Gives the request back when it does not qualify: memory
+    /// the registration check refuses takes the ordinary path, which fails it in its turn.
+    ///
+    /// # Safety
+    /// As [`traits::QueuePair::send`]: INLINE memory is readable during the call; other
+    /// memory is readable and unchanged until the Send completes (it is copied here).
+    unsafe fn send_direct(
+        &self,
+        g: &mut Inner,
+        mut wr: SendWr,
+        sge: &[Sge],
+        inline: bool,
+    ) -> std::result::Result<(), SendWr> {
+        let Some(sock) = g.sock.as_ref().map(|s| s.get()) else {
+            return Err(wr);
+        };
+        let mut pieces: [&[u8]; DIRECT_SGE] = [&[]; DIRECT_SGE];
+        for (piece, s) in pieces.iter_mut().zip(sge) {
+            if !inline
+                && self
+                    .check_local(&mut g.cache, s, Access::LocalRead)
+                    .is_err()
+            {
+                return Err(wr);
+            }
+            // SAFETY: INLINE memory is readable during this call (the poster's contract);
+            // otherwise the range lies in a live registration with local read access (checked
+            // just above) and the poster leaves it alone until completion. It is copied into
+            // the frame before this call returns.
+            *piece =
+                unsafe { crate::mem::slice(s.buffer as usize as u64, s.buffer_length as usize) };
+        }
+        let mut frame = [0u8; tx::DIRECT_FRAME];
+        let Some((n, msn)) =
+            g.tx.encode_send_direct(&pieces[..sge.len()], wr.flags, g.crc, &mut frame)
+        else {
+            return Err(wr);
+        };
+        wr.msn = msn;
+        let flags = rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT;
+        // Full socket, a signal, or a broken connection: the queued frame's `flush_tx` below
+        // tries again and reports what it finds.
+        let written = rustix::net::send(sock, &frame[..n], flags).unwrap_or(0);
+        g.lazy = false;
+        if written == n {
+            // The queue was empty: this Send is the oldest, and complete (under the lock, so
+            // completions keep posting order).
+            self.complete_send(&wr, Status::SUCCESS);
+            return Ok(());
+        }
+        g.tx.queue_direct(&frame[..n], written);
+        g.sq.push_bare(wr);
+        g.encoded += 1;
+        self.flush_tx(g);
         Ok(())
     }
 

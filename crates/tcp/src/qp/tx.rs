@@ -26,6 +26,12 @@ use netdirect_spi::kit::wrq::Seg;
 /// Payloads up to this many bytes are copied into the staging buffer rather than gathered.
 pub(crate) const INLINE_COPY: usize = 1024;
 
+/// Largest Send payload [`Tx::encode_send_direct`] frames on the stack: the ping-pong sizes,
+/// where the staging path's bookkeeping cost more than the bytes.
+pub(crate) const DIRECT_MAX: usize = 256;
+/// Room for a direct frame: prefix, payload, pad and CRC.
+pub(crate) const DIRECT_FRAME: usize = fpdu::LENGTH_FIELD_LEN + UNTAGGED_LEN + DIRECT_MAX + 7;
+
 /// Most iovecs per `sendmsg` (well below `IOV_MAX`).
 const MAX_IOV: usize = 64;
 /// Pieces that fit the small stack arrays of the common case (one frame, or a header, one
@@ -305,6 +311,58 @@ impl Tx {
         self.encode_message(Msg::Send { opcode, msn }, segs, total, crc);
         self.chunks.push_back(Chunk::Done);
         msn
+    }
+
+    /// Frame a Send whose payload is `pieces` (together at most [`DIRECT_MAX`] bytes and one
+    /// segment's worth) as one FPDU in `out`, for the caller to write straight to the socket
+    /// when nothing is queued before it; returns the frame's length and the Send's MSN, or
+    /// `None` when the payload does not fit one direct frame. The MSN is taken: the frame must
+    /// reach the wire, directly or through [`Tx::queue_direct`].
+    pub(crate) fn encode_send_direct(
+        &mut self,
+        pieces: &[&[u8]],
+        flags: OpFlags,
+        crc: bool,
+        out: &mut [u8; DIRECT_FRAME],
+    ) -> Option<(usize, u32)> {
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if len > DIRECT_MAX.min(fpdu::max_payload(self.mulpdu, UNTAGGED_LEN)) {
+            return None;
+        }
+        let msn = self.msn.next(QN_SEND);
+        let hdr = Msg::Send {
+            opcode: Self::send_opcode(flags),
+            msn,
+        }
+        .header(0, true);
+        let prefix = fpdu::encode_prefix(&hdr, &[], len, out).expect("at most DIRECT_MAX bytes");
+        let mut n = prefix;
+        for p in pieces {
+            out[n..n + p.len()].copy_from_slice(p);
+            n += p.len();
+        }
+        let mut trailer = [0u8; 7];
+        let t = fpdu::encode_trailer(&out[..n], &[], crc, &mut trailer);
+        out[n..n + t].copy_from_slice(&trailer[..t]);
+        Some((n + t, msn))
+    }
+
+    /// Queue the rest of a direct frame of which the socket took `written` bytes (maybe none)
+    /// as the oldest output, with its request's `Done` marker: from here it is written and
+    /// accounted as any encoded request. Only valid with nothing queued (`!has_output()`).
+    pub(crate) fn queue_direct(&mut self, frame: &[u8], written: usize) {
+        debug_assert!(self.chunks.is_empty() && written < frame.len());
+        self.staged.clear();
+        self.staged.extend_from_slice(frame);
+        self.chunks.push_back(Chunk::Staged {
+            start: 0,
+            len: frame.len() as u32,
+            end: true,
+        });
+        self.chunks.push_back(Chunk::Done);
+        // Begun on the wire when `written > 0`: teardown keeps the rest, so the stream stays
+        // framed (`cut_to_current_frame`).
+        self.head_done = written;
     }
 
     /// Encode an RDMA Write of `segs` to `stag`/`to` (RFC 5040 §4.3: tagged, no RDMAP header).
