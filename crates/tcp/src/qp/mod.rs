@@ -649,7 +649,7 @@ impl TcpQp {
     /// complete once TCP took all of it, as any Send (`complete_ready`). What the socket does
     /// not take is queued as ordinary output, from where `flush_tx` writes and completes it
     /// (or reports the broken socket). This skips the inline stash, the staging buffer and the
-    /// chunk queue: `bench/callgrind`'s tcp post+poll of 8 bytes went from 3,780 to 2,951
+    /// chunk queue: `bench/callgrind`'s tcp post+poll of 8 bytes went from 3,780 to 2,984
     /// instructions (docs/ARCHITECTURE.md, "The path of one Send"). Gives the request back when
     /// it does not qualify: memory the registration check refuses takes the ordinary path,
     /// which fails it in its turn.

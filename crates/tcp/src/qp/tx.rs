@@ -216,15 +216,11 @@ impl Tx {
 
     /// One whole FPDU whose payload is `payload` (copied): prefix, payload, pad and CRC.
     fn stage_frame(&mut self, hdr: &DdpHeader, extra: &[u8], payload: &[&[u8]], crc: bool) {
-        let len: usize = payload.iter().map(|p| p.len()).sum();
-        let start = self.stage_prefix(hdr, extra, len);
-        for p in payload {
-            self.staged.extend_from_slice(p);
-        }
-        let mut trailer = [0u8; 7];
-        let t = fpdu::encode_trailer(&self.staged[start..], &[], crc, &mut trailer);
-        self.staged.extend_from_slice(&trailer[..t]);
-        let len = self.staged.len() - start;
+        let start = self.staged.len();
+        let most = fpdu::LENGTH_FIELD_LEN + hdr.len() + extra.len() + payload_len(payload) + 7;
+        self.staged.resize(start + most, 0);
+        let len = frame_into(hdr, extra, payload, crc, &mut self.staged[start..]);
+        self.staged.truncate(start + len);
         self.chunks.push_back(Chunk::Staged {
             start: start as u32,
             len: len as u32,
@@ -325,8 +321,7 @@ impl Tx {
         crc: bool,
         out: &mut [u8; DIRECT_FRAME],
     ) -> Option<(usize, u32)> {
-        let len: usize = pieces.iter().map(|p| p.len()).sum();
-        if len > DIRECT_MAX.min(fpdu::max_payload(self.mulpdu, UNTAGGED_LEN)) {
+        if payload_len(pieces) > DIRECT_MAX.min(fpdu::max_payload(self.mulpdu, UNTAGGED_LEN)) {
             return None;
         }
         let msn = self.msn.next(QN_SEND);
@@ -335,16 +330,7 @@ impl Tx {
             msn,
         }
         .header(0, true);
-        let prefix = fpdu::encode_prefix(&hdr, &[], len, out).expect("at most DIRECT_MAX bytes");
-        let mut n = prefix;
-        for p in pieces {
-            out[n..n + p.len()].copy_from_slice(p);
-            n += p.len();
-        }
-        let mut trailer = [0u8; 7];
-        let t = fpdu::encode_trailer(&out[..n], &[], crc, &mut trailer);
-        out[n..n + t].copy_from_slice(&trailer[..t]);
-        Some((n + t, msn))
+        Some((frame_into(&hdr, &[], pieces, crc, out), msn))
     }
 
     /// Queue the rest of a direct frame of which the socket took `written` bytes (maybe none)
@@ -646,6 +632,31 @@ impl Tx {
             }
         }
     }
+}
+
+fn payload_len(payload: &[&[u8]]) -> usize {
+    payload.iter().map(|p| p.len()).sum()
+}
+
+/// Write one whole FPDU into `out` (prefix, `extra`, the payload copied, pad and CRC: RFC 5044
+/// §4.1) and return its length. `out` holds at least 2 + header + extra + payload + 7 bytes.
+fn frame_into(
+    hdr: &DdpHeader,
+    extra: &[u8],
+    payload: &[&[u8]],
+    crc: bool,
+    out: &mut [u8],
+) -> usize {
+    let mut n = fpdu::encode_prefix(hdr, extra, payload_len(payload), out)
+        .expect("segments are sized to the MULPDU");
+    for p in payload {
+        out[n..n + p.len()].copy_from_slice(p);
+        n += p.len();
+    }
+    let mut trailer = [0u8; 7];
+    let t = fpdu::encode_trailer(&out[..n], &[], crc, &mut trailer);
+    out[n..n + t].copy_from_slice(&trailer[..t]);
+    n + t
 }
 
 /// The pieces of registered memory holding message bytes `off..off+n` of `segs`, as slices.
