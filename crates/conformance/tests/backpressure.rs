@@ -1,4 +1,5 @@
-//! Small Sends that outrun their receiver, for every provider and both loopback families.
+//! The order of Sends that go out within their post, for every provider and both loopback
+//! families: when they outrun their receiver, and when two threads post them at once.
 //!
 //! The sender posts 256-byte Sends to a peer that has no Receive posted, so nothing is taken
 //! off the connection (tcp: the socket's buffers fill; shm: the ring does), until its
@@ -6,14 +7,15 @@
 //! ends drain. Every message must arrive once, in order and intact, and every Send complete
 //! `ND_SUCCESS` in posting order. This crosses each provider's path from a Send written
 //! within its post (tcp: framed on the stack and written by `send(2)` at once; shm: pushed
-//! into the ring) to one queued behind a full connection, and back.
+//! into the ring) to one queued behind a full connection, and back. The second test has two
+//! threads post at once and holds each Send's completion to its place on the wire.
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use netdirect::{NdResult, OpFlags, RequestType, Status};
+use netdirect::{Listener, NdResult, OpFlags, Provider, RequestType, Status};
 use netdirect_conformance::check::{fail, fill_pattern, Check, Context};
-use netdirect_conformance::harness;
+use netdirect_conformance::harness::{self, Family};
 use netdirect_conformance::side::connect_pair;
 use netdirect_conformance::{ensure, ensure_eq, Needs, Side, SideConfig};
 
@@ -29,38 +31,55 @@ fn slot(i: usize) -> Range<usize> {
     i * LEN..(i + 1) * LEN
 }
 
+/// A connected sender and receiver on one adapter, one SGE per request: the sender's queues
+/// are `most` deep (or the adapter's limit) and its buffer `sender_buf(depth)` bytes; the
+/// receiver's queues are as deep and its buffer holds one `msg`-byte slot per Receive.
+fn sender_and_receiver(
+    p: &Provider,
+    fam: Family,
+    most: u32,
+    sender_buf: impl Fn(u32) -> usize,
+    msg: usize,
+) -> Check<(Side, Side, Listener)> {
+    let ip = fam.ip();
+    let a = p
+        .open_adapter_for(std::net::SocketAddr::new(ip, 0))
+        .ctx("open adapter")?;
+    let info = a.query();
+    let depth = info.max_initiator_queue_depth.min(most);
+    let server = Side::on(
+        &a,
+        SideConfig {
+            buf_len: sender_buf(depth),
+            depth,
+            sge: 1,
+            ..SideConfig::default()
+        },
+    )?;
+    let rdepth = info.max_receive_queue_depth.min(most);
+    let client = Side::on(
+        &a,
+        SideConfig {
+            buf_len: rdepth as usize * msg,
+            depth: rdepth,
+            sge: 1,
+            ..SideConfig::default()
+        },
+    )?;
+    let listener = connect_pair(&server, &client, ip)?;
+    Ok((server, client, listener))
+}
+
 #[test]
 fn small_sends_outrunning_the_receiver_arrive_in_order() {
     harness::each_provider(Needs::TwoSided, "small-sends-backpressure", |p, fam| {
-        let ip = fam.ip();
-        let a = p
-            .open_adapter_for(std::net::SocketAddr::new(ip, 0))
-            .ctx("open adapter")?;
-        let info = a.query();
-        let depth = info.max_initiator_queue_depth.min(1024);
         // One slot more than Sends can be outstanding: a slot is rewritten only after the
         // Send that used it before completed.
+        let (server, client, _listener) =
+            sender_and_receiver(p, fam, 1024, |depth| (depth as usize + 1) * LEN, LEN)?;
+        let depth = server.info.max_initiator_queue_depth.min(1024);
         let slots = depth as usize + 1;
-        let server = Side::on(
-            &a,
-            SideConfig {
-                buf_len: slots * LEN,
-                depth,
-                sge: 1,
-                ..SideConfig::default()
-            },
-        )?;
-        let rdepth = info.max_receive_queue_depth.min(1024) as usize;
-        let client = Side::on(
-            &a,
-            SideConfig {
-                buf_len: rdepth * LEN,
-                depth: rdepth as u32,
-                sge: 1,
-                ..SideConfig::default()
-            },
-        )?;
-        let _listener = connect_pair(&server, &client, ip)?;
+        let rdepth = client.info.max_receive_queue_depth.min(1024) as usize;
 
         let mut msg = [0u8; LEN];
         let mut out = [NdResult::EMPTY; 64];
@@ -149,6 +168,122 @@ fn small_sends_outrunning_the_receiver_arrive_in_order() {
                 received += 1;
             }
             take_completions(&mut completed, &mut out)?;
+        }
+        Ok(())
+    });
+}
+
+/// Messages per posting thread in [`sends_from_two_threads_complete_in_the_order_they_left`].
+const PER_THREAD: usize = 50_000;
+/// The 8-byte messages' size.
+const TAG: usize = 8;
+
+/// Two threads post Sends on one queue pair at once. A queue pair has one initiator queue,
+/// whatever thread posts to it: its Sends leave in the order the provider accepted them, and
+/// complete in that order (nd-reference.md §2.5, GetResults: "within one QP, initiator
+/// requests complete in issue order"). So the sender's completions must come in
+/// exactly the order the messages arrive at the receiver. Each Send may be written within its
+/// post (tcp: by `send(2)`; shm: into the ring) and complete there, under the queue pair's
+/// lock: a completion queued after that lock is released could be overtaken by the next
+/// poster's. Every message is 8 bytes naming its thread and number; a third thread (this
+/// one) drains both ends.
+#[test]
+fn sends_from_two_threads_complete_in_the_order_they_left() {
+    harness::each_provider(Needs::TwoSided, "two-posting-threads", |p, fam| {
+        // The sender's buffer holds every message, written before any is posted: no slot is
+        // ever rewritten while a Send of it may be outstanding.
+        let (server, client, _listener) =
+            sender_and_receiver(p, fam, 256, |_| 2 * PER_THREAD * TAG, TAG)?;
+        let rdepth = client.info.max_receive_queue_depth.min(256) as usize;
+        let tag = |t: usize, i: usize| ((t as u64) << 32) | i as u64;
+        let at = |t: usize, i: usize| (t * PER_THREAD + i) * TAG;
+        for t in 0..2 {
+            for i in 0..PER_THREAD {
+                let s = at(t, i)..at(t, i) + TAG;
+                // SAFETY: nothing is posted yet.
+                unsafe { server.write(std::slice::from_ref(&s), &tag(t, i).to_le_bytes()) };
+            }
+        }
+        for k in 0..rdepth {
+            let s = k * TAG..(k + 1) * TAG;
+            client
+                .recv(k as u64, std::slice::from_ref(&s))
+                .ctx("Receive")?;
+        }
+
+        let total = 2 * PER_THREAD;
+        let (mut arrived, mut completed) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        let end = Instant::now() + DRAIN;
+        std::thread::scope(|scope| -> Check {
+            let posters: Vec<_> = (0..2)
+                .map(|t| {
+                    let server = &server;
+                    scope.spawn(move || -> Check {
+                        for i in 0..PER_THREAD {
+                            let s = at(t, i)..at(t, i) + TAG;
+                            loop {
+                                match server.send(
+                                    tag(t, i),
+                                    std::slice::from_ref(&s),
+                                    OpFlags::empty(),
+                                ) {
+                                    Ok(()) => break,
+                                    // The initiator queue is full: the drainer frees it.
+                                    Err(e) if e.status() == Status::NO_MORE_ENTRIES => {
+                                        ensure!(Instant::now() < end, "thread {t} stuck at #{i}");
+                                        std::thread::yield_now();
+                                    }
+                                    Err(e) => return fail(format!("thread {t}, Send #{i}: {e}")),
+                                }
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            let mut out = [NdResult::EMPTY; 64];
+            while arrived.len() < total || completed.len() < total {
+                ensure!(
+                    Instant::now() < end,
+                    "after {DRAIN:?}: {} of {total} messages received, {} Sends completed",
+                    arrived.len(),
+                    completed.len()
+                );
+                let n = client.rcq.get_results(&mut out);
+                for r in &out[..n] {
+                    ensure_eq!(r.status, Status::SUCCESS, "a Receive");
+                    let k = r.request_context as usize;
+                    let s = k * TAG..(k + 1) * TAG;
+                    // SAFETY: this Receive completed; its slot is reposted only below.
+                    let got = unsafe { client.read(std::slice::from_ref(&s), TAG) };
+                    arrived.push(u64::from_le_bytes(got.try_into().expect("8 bytes")));
+                    client.recv(k as u64, &[s]).ctx("Receive again")?;
+                }
+                let n = server.scq.get_results(&mut out);
+                for r in &out[..n] {
+                    ensure_eq!(r.status, Status::SUCCESS, "a Send");
+                    completed.push(r.request_context);
+                }
+            }
+            for p in posters {
+                p.join().expect("poster panicked")?;
+            }
+            Ok(())
+        })?;
+        for t in 0..2 {
+            let mine: Vec<u64> = arrived.iter().copied().filter(|x| x >> 32 == t).collect();
+            let want: Vec<u64> = (0..PER_THREAD).map(|i| tag(t as usize, i)).collect();
+            ensure!(
+                mine == want,
+                "thread {t}'s messages arrived out of its posting order"
+            );
+        }
+        if let Some(k) = (0..total).find(|&k| arrived[k] != completed[k]) {
+            return fail(format!(
+                "completion #{k} is the Send of message {:#x}, but message {:#x} left before \
+                 it (arrived #{k})",
+                completed[k], arrived[k]
+            ));
         }
         Ok(())
     });
