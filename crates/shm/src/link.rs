@@ -75,9 +75,11 @@ impl Link {
         let send = sock.try_clone()?;
         let peer_pid = rustix::net::sockopt::socket_peercred(&sock)
             .map_or(0, |c| c.pid.as_raw_nonzero().get());
+        let mut registered = false;
         let link = Arc::new_cyclic(|me: &Weak<Self>| {
             let src: Weak<dyn Source> = me.clone();
             let reg = engine.register(sock, src).ok();
+            registered = reg.is_some();
             Self {
                 seg,
                 side,
@@ -107,7 +109,12 @@ impl Link {
         if peer_pid > 0 && crate::mem::probe(peer_pid, peer_seg_addr, Segment::MAGIC) {
             link.me().can_pull.store(1, Ordering::Release);
         }
-        if link.reg.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+        // Whether the socket went into the epoll set, not whether it is still there: once it
+        // is, another thread's wait may already have found the peer's end-of-file and taken it
+        // out (`note_eof`), as when the peer completes its connect and closes at once. That
+        // connection is established all the same; its queue pair then delivers what the peer
+        // published before it closed, and sees it gone.
+        if !registered {
             return Err(std::io::ErrorKind::Other.into());
         }
         let key = engine.add_link(Arc::downgrade(&link));
