@@ -31,16 +31,27 @@ fn slot(i: usize) -> Range<usize> {
     i * LEN..(i + 1) * LEN
 }
 
-/// A connected sender and receiver on one adapter, one SGE per request: the sender's queues
-/// are `most` deep (or the adapter's limit) and its buffer `sender_buf(depth)` bytes; the
-/// receiver's queues are as deep and its buffer holds one `msg`-byte slot per Receive.
+/// A connected sender (`server`) and receiver (`client`) on one adapter.
+struct Pair {
+    server: Side,
+    client: Side,
+    /// The sender's queue depth.
+    depth: usize,
+    /// The receiver's queue depth: one `msg`-byte slot of its buffer per Receive.
+    rdepth: usize,
+    _listener: Listener,
+}
+
+/// A [`Pair`] with one SGE per request: the queues are `most` deep (or the adapter's limit),
+/// the sender's buffer is `sender_buf(depth)` bytes and the receiver's holds one `msg`-byte
+/// slot per Receive.
 fn sender_and_receiver(
     p: &Provider,
     fam: Family,
     most: u32,
-    sender_buf: impl Fn(u32) -> usize,
+    sender_buf: impl Fn(usize) -> usize,
     msg: usize,
-) -> Check<(Side, Side, Listener)> {
+) -> Check<Pair> {
     let ip = fam.ip();
     let a = p
         .open_adapter_for(std::net::SocketAddr::new(ip, 0))
@@ -50,7 +61,7 @@ fn sender_and_receiver(
     let server = Side::on(
         &a,
         SideConfig {
-            buf_len: sender_buf(depth),
+            buf_len: sender_buf(depth as usize),
             depth,
             sge: 1,
             ..SideConfig::default()
@@ -67,7 +78,13 @@ fn sender_and_receiver(
         },
     )?;
     let listener = connect_pair(&server, &client, ip)?;
-    Ok((server, client, listener))
+    Ok(Pair {
+        server,
+        client,
+        depth: depth as usize,
+        rdepth: rdepth as usize,
+        _listener: listener,
+    })
 }
 
 #[test]
@@ -75,11 +92,16 @@ fn small_sends_outrunning_the_receiver_arrive_in_order() {
     harness::each_provider(Needs::TwoSided, "small-sends-backpressure", |p, fam| {
         // One slot more than Sends can be outstanding: a slot is rewritten only after the
         // Send that used it before completed.
-        let (server, client, _listener) =
-            sender_and_receiver(p, fam, 1024, |depth| (depth as usize + 1) * LEN, LEN)?;
-        let depth = server.info.max_initiator_queue_depth.min(1024);
-        let slots = depth as usize + 1;
-        let rdepth = client.info.max_receive_queue_depth.min(1024) as usize;
+        let pair = sender_and_receiver(p, fam, 1024, |depth| (depth + 1) * LEN, LEN)?;
+        let Pair {
+            server,
+            client,
+            depth,
+            rdepth,
+            ..
+        } = &pair;
+        let (depth, rdepth) = (*depth, *rdepth);
+        let slots = depth + 1;
 
         let mut msg = [0u8; LEN];
         let mut out = [NdResult::EMPTY; 64];
@@ -123,7 +145,7 @@ fn small_sends_outrunning_the_receiver_arrive_in_order() {
             }
         }
         ensure!(
-            posted - completed == depth as usize,
+            posted - completed == depth,
             "ND_NO_MORE_ENTRIES with {} of {depth} Sends outstanding",
             posted - completed
         );
@@ -192,9 +214,14 @@ fn sends_from_two_threads_complete_in_the_order_they_left() {
     harness::each_provider(Needs::TwoSided, "two-posting-threads", |p, fam| {
         // The sender's buffer holds every message, written before any is posted: no slot is
         // ever rewritten while a Send of it may be outstanding.
-        let (server, client, _listener) =
-            sender_and_receiver(p, fam, 256, |_| 2 * PER_THREAD * TAG, TAG)?;
-        let rdepth = client.info.max_receive_queue_depth.min(256) as usize;
+        let pair = sender_and_receiver(p, fam, 256, |_| 2 * PER_THREAD * TAG, TAG)?;
+        let Pair {
+            server,
+            client,
+            rdepth,
+            ..
+        } = &pair;
+        let rdepth = *rdepth;
         let tag = |t: usize, i: usize| ((t as u64) << 32) | i as u64;
         let at = |t: usize, i: usize| (t * PER_THREAD + i) * TAG;
         for t in 0..2 {
