@@ -178,9 +178,10 @@ impl Writer<'_> {
     /// Wait until the last byte holds `want` and our previous Write has completed. Each
     /// `GetResults` drives the I/O that places the peer's Write. The condition is checked
     /// before every `GetResults` (as ndrpingpong does), not only once the queue is drained:
-    /// the provider may hold the zero-length Read Response that completes the peer's Write
-    /// until our next call into it, so that it leaves with our own next Write in one
-    /// `send`; a further `GetResults` after the mark arrived would send it on its own.
+    /// the provider may hold the answer that completes the peer's Write until our next call
+    /// into it, so that it leaves with our own next Write (`tcp`: the zero-length Read
+    /// Response, in the same `send`; `shm`: the ACK, as a flag on our WRITE record); a
+    /// further `GetResults` after the mark arrived would send it on its own.
     /// Blocking mode checks it again before sleeping, so a Write placed by the last call is
     /// not slept through.
     fn await_mark(&mut self, want: u8) -> Result<(), String> {

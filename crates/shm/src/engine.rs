@@ -192,6 +192,14 @@ impl Engine {
         self.fd_exported.load(Ordering::Acquire)
     }
 
+    /// Whether a thread is inside a blocking wait on this adapter, or the descriptor went to an
+    /// event loop: then work may not be left for the application's next call (held
+    /// acknowledgements, `qp`), since a sleeper armed before it was left would not see it.
+    /// The caller stores its "work left" flag (`SeqCst`) before asking.
+    pub(crate) fn anyone_waiting(&self) -> bool {
+        self.fd_exported() || self.waiters.anyone_waiting()
+    }
+
     /// The adapter's overlapped descriptor: the epoll set. From the first call on every
     /// connection stays armed, so the descriptor reports ring activity too.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {

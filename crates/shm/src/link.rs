@@ -39,6 +39,9 @@ pub(crate) struct Link {
     /// The producer has queued Sends waiting for space; it last saw these tails.
     pub(crate) tx_blocked: AtomicBool,
     pub(crate) tx_seen: [AtomicU64; 2],
+    /// The queue pair holds ACKs for the peer's Writes until the application's next call
+    /// (`qp`: held acknowledgements): the next poll must drive it.
+    pub(crate) acks_held: AtomicBool,
     /// End-of-file on the socket: the peer disconnected or died.
     pub(crate) peer_eof: AtomicBool,
     /// The local side closed the connection: nothing to wait for any more.
@@ -93,6 +96,7 @@ impl Link {
                 rnr_deadline: AtomicU64::new(0),
                 tx_blocked: AtomicBool::new(false),
                 tx_seen: [AtomicU64::new(0), AtomicU64::new(0)],
+                acks_held: AtomicBool::new(false),
                 peer_eof: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 idle: AtomicU32::new(0),
@@ -232,7 +236,10 @@ impl Link {
         } else {
             Consumer::ready_at(&rx, self.rx_pos.load(Ordering::Relaxed))
         };
+        // SeqCst: a waiter that arms after a holder checked for waiters sees the held ACKs
+        // (`Engine::anyone_waiting`); a plain load on x86.
         ready
+            || self.acks_held.load(Ordering::SeqCst)
             || (self.tx_blocked.load(Ordering::Acquire) && self.tails_moved())
             || self.peer_closed()
             || self.peer_eof.load(Ordering::Acquire)

@@ -7,6 +7,20 @@
 //! published. Work requests live in preallocated queues; nothing on the path allocates, and
 //! nothing makes a syscall unless the peer sleeps (one WAKE message) or, every
 //! [`LIVENESS_POLLS`] idle polls, to check the socket for the peer's end-of-file.
+//!
+//! # Held acknowledgements
+//!
+//! A Write completes when the target answers that its bytes are placed (an ACK). When a
+//! polling pass of the target placed Writes and owes nothing but their ACKs, it holds them
+//! until the application's next call into the provider instead of pushing an ACK record at
+//! once: an application spinning on memory the peer writes reacts before they would go
+//! (ndrpingpong's pattern, and `tcp` holds its zero-length Read Responses the same way), and
+//! its next Write carries the ACK as a flag ([`flag::ACK`]), so the answer costs no cache line
+//! of its own. The next poll (the link reports work while ACKs are held), any post, a
+//! Disconnect or a blocking wait pushes what is still held. Nothing is held when the pass
+//! delivered a message (the application may stop driving this connection), nor while any
+//! thread waits on the adapter or its descriptor is exported (a sleeper armed before could
+//! sleep through it): `ShmQp::may_hold_acks`.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -244,8 +258,10 @@ struct Inner {
     /// released ([`ShmQp::flush_wake`]). (Freed space is checked for at once, against the
     /// peer's other flag: `Link::wake_peer_for_space`.)
     wake_owed: bool,
+    /// The ACKs in `answers` are held for the application's next call (module docs); the
+    /// link's `acks_held` mirrors it for lock-free pollers.
+    acks_held: bool,
     /// Windows bound through this queue pair (unbound when the connection ends).
-    /// Windows bound through this queue pair.
     windows: mw::BoundWindows,
     /// Last registration a peer's one-sided request resolved to (weak: a Deregister must not
     /// wait for it).
@@ -298,6 +314,7 @@ impl Inner {
             ird: 0,
             ord: 0,
             wake_owed: false,
+            acks_held: false,
             windows: mw::BoundWindows::default(),
             rcache: LocalCache::default(),
             accept: None,
@@ -521,6 +538,7 @@ impl ShmQp {
             self.complete_recv(context, Status::CANCELED, 0, false);
             return Ok(());
         }
+        self.push_held_acks(&mut g);
         // Checked straight into the queue's slots (no copy through scratch).
         let Inner { rq, cache, .. } = &mut *g;
         let wr = RecvWr { context, total };
@@ -577,6 +595,7 @@ impl ShmQp {
             self.complete_send(context, flags, Status::CANCELED);
             return Ok(());
         }
+        self.push_held_acks(&mut g);
         // Into the ring within the post when nothing queued waits to go in before it (requests
         // already in the ring and waiting for answers do not stop it) and no fence holds it.
         let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
@@ -723,17 +742,26 @@ impl ShmQp {
         if inline {
             if let Op::Write(d) = op {
                 let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
-                // As for a direct Send (`post_send`): nothing queued, no answer owed.
-                if g.sq.len() == g.in_ring
-                    && g.answers.is_empty()
-                    && g.conn == Conn::Established
-                    && !fenced
-                {
+                // As for a direct Send (`post_send`): nothing queued, and no answer owed but
+                // perhaps one ACK, which rides on the Write (`flag::ACK`).
+                let ack = match g.answers.len() {
+                    0 => Some(false),
+                    1 if matches!(g.answers.front(), Some(Answer::Ack)) => Some(true),
+                    _ => None,
+                };
+                if let (Some(ack), true) = (
+                    ack,
+                    g.sq.len() == g.in_ring && g.conn == Conn::Established && !fenced,
+                ) {
                     // SAFETY: INLINE memory is readable during this call (the poster's
                     // contract); it is copied into the ring within this call.
                     let src = unsafe { InlineSges::new(sge) };
-                    match self.try_push_write_inline(&mut g, d, &src, total as usize) {
+                    match self.try_push_write_inline(&mut g, d, &src, total as usize, ack) {
                         Some(true) => {
+                            if ack {
+                                g.answers.pop_front();
+                                self.release_acks(&mut g);
+                            }
                             wr.awaiting = true;
                             g.sq.push_bare(wr);
                             g.in_ring += 1;
@@ -778,14 +806,16 @@ impl ShmQp {
     /// Put an `INLINE` Write (at most the inline size, which is below a chunk) in the ring
     /// within the post, if there is room for all of it: one cell with its descriptor when at
     /// most [`WRITE_INLINE_MAX`] bytes, else the descriptor and one CHUNK record. Nothing is
-    /// captured, so nothing is allocated. `Some(true)` pushed, `Some(false)` no room, `None`
-    /// the connection ended.
+    /// captured, so nothing is allocated. With `ack`, the WRITE record carries the ACK owed
+    /// to the peer ([`flag::ACK`]; the caller takes it off `answers`). `Some(true)` pushed,
+    /// `Some(false)` no room, `None` the connection ended.
     fn try_push_write_inline<G: crate::ring::Gather>(
         &self,
         g: &mut Inner,
         d: Desc,
         src: &G,
         len: usize,
+        ack: bool,
     ) -> Option<bool> {
         let link = self.link.get()?;
         let tx = link.tx();
@@ -806,17 +836,18 @@ impl ShmQp {
             }
         }
         let head = d.encode();
+        let f = if ack { flag::ACK } else { 0 };
         if small {
             let src = Prefixed {
                 head: &head,
                 rest: src,
             };
             g.prod
-                .push_header(&tx, kind::WRITE, 0, len as u32, &src, 0, Desc::LEN + len);
+                .push_header(&tx, kind::WRITE, f, len as u32, &src, 0, Desc::LEN + len);
         } else {
             let h = &Owned(&head);
             g.prod
-                .push_header(&tx, kind::WRITE, 0, len as u32, h, 0, Desc::LEN);
+                .push_header(&tx, kind::WRITE, f, len as u32, h, 0, Desc::LEN);
             g.prod.push_chunk(&tx, flag::LAST, len as u32, src, 0, len);
         }
         link.wake_peer();
@@ -908,6 +939,8 @@ impl ShmQp {
 
     /// Move queued requests into the ring while there is room, in order; complete those done.
     fn progress_tx(&self, g: &mut Inner) {
+        // Whatever was held goes with the rest of the answers.
+        self.release_acks(g);
         if g.conn != Conn::Established {
             return;
         }
@@ -1298,6 +1331,9 @@ impl ShmQp {
                 Ok(None) => break,
                 Err(Violation) => return self.violation(g),
             };
+            if r.flags & flag::ACK != 0 && r.kind != kind::WRITE {
+                return self.violation(g);
+            }
             if r.kind == kind::MSG && g.rx_msg.is_none() && g.conn == Conn::Established {
                 // The common case first: a whole message in one cell for a posted Receive it
                 // fits. Anything else about a MSG (no Receive, SRQ, overrun) is the general
@@ -1433,6 +1469,14 @@ impl ShmQp {
                     // does not take our answers, and would grow this queue without bound.
                     if g.rx_msg.is_some() || g.answers.len() >= MAX_ANSWERS_OWED {
                         return self.violation(g);
+                    }
+                    if r.flags & flag::ACK != 0 {
+                        // The ACK riding on this Write answers our oldest waiting request,
+                        // before the Write itself is looked at (it may still be refused).
+                        if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
+                            return self.violation(g);
+                        }
+                        self.answered(g);
                     }
                     match self.serve(g, link, r) {
                         Served::Done => {
@@ -1984,11 +2028,69 @@ impl ShmQp {
 
     /// Drive this queue pair with the lock held.
     fn progress_locked(&self, g: &mut Inner) {
+        // What an earlier pass held goes now (module docs: held acknowledgements).
+        let was_held = self.release_acks(g);
+        let took = g.rx_msgs;
         self.progress_rx(g);
-        if !g.sq.is_empty() || !g.answers.is_empty() {
+        if (!g.sq.is_empty() || !g.answers.is_empty()) && (was_held || !self.may_hold_acks(g, took))
+        {
             self.progress_tx(g);
         }
         self.flush_wake(g);
+    }
+
+    /// Whether the ACKs this pass owes may wait for the application's next call (module docs:
+    /// held acknowledgements); if so they are marked held. `took`: the count of the peer's
+    /// messages taken before the pass.
+    fn may_hold_acks(&self, g: &mut Inner, took: u32) -> bool {
+        let Some(link) = self.link.get() else {
+            return false;
+        };
+        if g.conn != Conn::Established
+            || g.rx_msgs != took
+            || g.sq.len() != g.in_ring
+            || g.answers.is_empty()
+            || !g.answers.iter().all(|a| matches!(a, Answer::Ack))
+            || link.tx_blocked.load(Ordering::Relaxed)
+        {
+            return false;
+        }
+        // The flag first, then the look for waiters (both SeqCst): a thread that enters a wait
+        // after the look arms the link and finds the flag (`Link::has_work`).
+        link.acks_held.store(true, Ordering::SeqCst);
+        if self.shared.engine.anyone_waiting() {
+            link.acks_held.store(false, Ordering::Relaxed);
+            return false;
+        }
+        g.acks_held = true;
+        true
+    }
+
+    /// The held ACKs are no longer held (they are about to be pushed, or one rides on a
+    /// Write); whether there were any.
+    fn release_acks(&self, g: &mut Inner) -> bool {
+        if !g.acks_held {
+            return false;
+        }
+        g.acks_held = false;
+        if let Some(link) = self.link.get() {
+            // A poller that still sees `true` drives the queue pair once for nothing.
+            link.acks_held.store(false, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// A post that cannot carry a held ACK pushes the held ones first, so that it may still go
+    /// straight into the ring (an inline Send need not capture its bytes).
+    fn push_held_acks(&self, g: &mut Inner) {
+        if !self.release_acks(g) {
+            return;
+        }
+        let Some(link) = self.link.get() else { return };
+        match self.push_answers(g, &link.tx()) {
+            Ok(_) => link.wake_peer(),
+            Err(Violation) => self.close(g, Status::CONNECTION_REFUSED),
+        }
     }
 
     /// A poll: cheap when there is nothing to do (no lock, no syscall).
@@ -2006,6 +2108,7 @@ impl ShmQp {
 
     /// Flush every outstanding request with `ND_CANCELED`.
     fn flush_all(&self, g: &mut Inner) {
+        self.release_acks(g);
         g.tx_sent = 0;
         g.tx_hdr = false;
         g.in_ring = 0;
@@ -2126,6 +2229,8 @@ impl ShmQp {
     /// `IND2Connector::Disconnect`: flush, tell the peer; completes at once.
     pub(crate) fn disconnect(&self) {
         let mut g = self.lock();
+        // The peer's Writes we placed complete successfully: their held ACKs go first.
+        self.push_held_acks(&mut g);
         self.close(&mut g, Status::CONNECTION_REFUSED);
     }
 
@@ -2436,6 +2541,90 @@ mod hostile {
             assert!(std::time::Instant::now() < end, "the victim hangs");
         }
         assert!(sent > MAX_ANSWERS_OWED, "cut off after {sent}: too early");
+    }
+
+    /// An ACK riding on anything but a WRITE, or on a WRITE when none of our requests waits
+    /// for an answer, breaks the protocol: the connection ends (the Receive is flushed). A
+    /// zero-length WRITE without it is served and the message behind it delivered; with it,
+    /// while our Write waits, it completes that Write first.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_riding_ack_only_on_a_write_that_answers_one() {
+        let d = Desc { token: 0, addr: 0 }.encode();
+        let ack = u32::from(flag::ACK) << 8;
+        let (msg, write) = (u32::from(kind::MSG), u32::from(kind::WRITE));
+        for case in 0..4 {
+            let (mut victim, attacker) = connect();
+            if case == 3 {
+                let sge = Sge::new(victim.buf.as_mut_ptr().wrapping_add(512), 8, victim.token);
+                // SAFETY: INLINE: the bytes are read during the call.
+                unsafe { victim.qp.write(5, &[sge], 0, 0, OpFlags::INLINE) }.expect("Write");
+            }
+            let mut f = Forger::new(&attacker);
+            match case {
+                0 => f.record(msg | ack, 8, 0, &[]),
+                1 => f.record(write | ack, Desc::LEN as u32, 0, &d),
+                2 => f.record(write, Desc::LEN as u32, 0, &d),
+                _ => f.record(write | ack, Desc::LEN as u32, 0, &d),
+            }
+            f.record(msg, 8, 0, &[]);
+            f.wake();
+            if case == 3 {
+                let r = next(&victim.cq);
+                assert_eq!((r.request_context, r.status), (5, Status::SUCCESS), "{r:?}");
+            }
+            let r = next(&victim.cq);
+            let want = if case >= 2 {
+                Status::SUCCESS
+            } else {
+                Status::CANCELED
+            };
+            assert_eq!(
+                (r.request_context, r.status),
+                (1, want),
+                "case {case}: {r:?}"
+            );
+        }
+    }
+
+    /// The ACK a polling pass held rides on the next INLINE Write: one record, not two.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_held_ack_rides_on_the_next_write() {
+        let (mut victim, attacker) = connect();
+        let mut f = Forger::new(&attacker);
+        let d = Desc { token: 0, addr: 0 }.encode();
+        f.record(u32::from(kind::WRITE), Desc::LEN as u32, 0, &d);
+        let mut r = [NdResult::EMPTY];
+        let tx = ShmQp::downcast(&victim.qp).unwrap().link().unwrap().clone();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // Polled until the WRITE is taken: its ACK is held (nothing went into our ring).
+        while tx.rx().tail().load(Ordering::Acquire) < 2 {
+            assert_eq!(victim.cq.get_results(&mut r), 0, "{r:?}");
+            assert!(std::time::Instant::now() < end, "the WRITE is never taken");
+        }
+        let ours = tx.tx();
+        assert_eq!(
+            ours.seq(0).load(Ordering::Acquire),
+            0,
+            "an ACK record went alone"
+        );
+        let sge = Sge::new(victim.buf.as_mut_ptr().wrapping_add(512), 8, victim.token);
+        // SAFETY: INLINE: the bytes are read during the call.
+        unsafe { victim.qp.write(5, &[sge], 0, 0, OpFlags::INLINE) }.expect("Write");
+        let [word, len, _] = ours.meta(0);
+        assert_eq!(
+            ours.seq(0).load(Ordering::Acquire),
+            1,
+            "the Write is in the ring"
+        );
+        assert_eq!(
+            word.load(Ordering::Relaxed),
+            u32::from(kind::WRITE) | u32::from(flag::ACK) << 8,
+            "the WRITE carries the ACK"
+        );
+        assert_eq!(len.load(Ordering::Relaxed), (Desc::LEN + 8) as u32);
+        assert_eq!(ours.seq(1).load(Ordering::Acquire), 0, "one record");
     }
 
     /// A MAP message (a memory's descriptor) that no MAPW or MAPR of ours asked for is

@@ -10,7 +10,7 @@
 //! ```text
 //! 0   seq    u32  (position + 1) as u32, stored last with Release: the record is complete
 //! 4   word   u32  kind (MSG, CHUNK, RTR, RTS, ACK, WRITE, WPULL, READ, RRESP, TERM, RNR,
-//!                 MAPW, GRANT, DONE, MAPR) | flags << 8 (SOLICITED, FIRST, LAST, NO)
+//!                 MAPW, GRANT, DONE, MAPR) | flags << 8 (SOLICITED, FIRST, LAST, NO, ACK)
 //! 8   len    u32  MSG, WRITE, READ, RRESP, MAPW, MAPR, GRANT: inline bytes (≤ 48); CHUNK,
 //!                 RTS, WPULL: bytes in the data area
 //! 12  total  u32  CHUNK with FIRST, RTS: the whole message's length; WRITE, WPULL, READ,
@@ -149,6 +149,11 @@ pub(crate) mod flag {
     pub(crate) const LAST: u8 = 4;
     /// A GRANT that refuses, a DONE that did not copy.
     pub(crate) const NO: u8 = 8;
+    /// On a WRITE record only: an ACK rides on it, exactly as if an ACK record came just
+    /// before it. The target of a Write holds its ACK until its own next Write (or its next
+    /// call into the provider): in a Write ping-pong the answer then costs no cache line of
+    /// its own (`qp`: held acknowledgements).
+    pub(crate) const ACK: u8 = 16;
 }
 
 /// The header of one record.

@@ -125,6 +125,16 @@ impl End {
         }
     }
 
+    /// Disconnect, and wait (with the deadline) for the Disconnect to complete.
+    pub(crate) fn disconnect(&self) {
+        self.connector
+            .disconnect()
+            .expect("disconnect")
+            .wait_timeout(Some(DEADLINE))
+            .expect("disconnect in time")
+            .expect("disconnect");
+    }
+
     /// Listen on 127.0.0.1 (port 0), returning the listener and its address.
     pub(crate) fn listen(&self) -> (Listener, SocketAddr) {
         let l = self.adapter.create_listener().expect("listener");

@@ -69,6 +69,14 @@ impl Waiters {
         self.sleepers.load(Ordering::Relaxed)
     }
 
+    /// Whether any thread, this one included, is inside `wait_for`. Read `SeqCst`: a flag a
+    /// provider stored `SeqCst` before asking is seen by every waiter that enters afterwards
+    /// (and re-checks its work), so a provider may leave work for "the next call" only when
+    /// this says nobody is in a wait that would sleep through it.
+    pub fn anyone_waiting(&self) -> bool {
+        self.sleepers.load(Ordering::SeqCst) > 0
+    }
+
     /// Call first thing in `wait_for`, before anything that reads the caller's condition:
     /// counts this thread in `sleepers` and marks it as waiting here, until the returned
     /// presence drops (also when the leader's dispatch panics).
