@@ -24,6 +24,10 @@ fn main() {
     };
     match case.name.as_str() {
         "tcp" | "shm" => case.run(round_op(&case.name, case.arg)),
+        "shm_write" => {
+            let pair = loopback::Pair::new("shm");
+            case.run(|| pair.write_round(case.arg))
+        }
         _ => case.unknown(),
     }
 }
@@ -42,4 +46,11 @@ fn tcp(bencher: Bencher<'_, '_>, len: usize) {
 #[divan::bench(args = [8, 4096])]
 fn shm(bencher: Bencher<'_, '_>, len: usize) {
     bencher.bench_local(round_op("shm", len));
+}
+
+/// One round of an RDMA Write ping-pong (`nd rpingpong`): an INLINE Write each way, 8 B.
+#[divan::bench(args = [8])]
+fn shm_write(bencher: Bencher<'_, '_>, len: usize) {
+    let pair = loopback::Pair::new("shm");
+    bencher.bench_local(|| pair.write_round(black_box(len)));
 }

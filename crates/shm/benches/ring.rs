@@ -14,6 +14,8 @@
 use divan::counter::BytesCount;
 use divan::{black_box, Bencher};
 
+// The Write ping-pong round is `post_poll`'s (`shm_write`), not used here.
+#[allow(dead_code)]
 #[path = "../../netdirect/benches/loopback/mod.rs"]
 mod loopback;
 

@@ -167,6 +167,7 @@ impl Link {
 
     /// We freed ring space (consumed records): wake the peer only if it sleeps with output
     /// waiting for space (`ring::wake::WANTS_SPACE`).
+    #[inline]
     pub(crate) fn wake_peer_for_space(&self) {
         if wake::peer_wants_space(&self.peer().waiting) {
             self.ring_doorbell();

@@ -16,8 +16,8 @@
 //! once: an application spinning on memory the peer writes reacts before they would go
 //! (ndrpingpong's pattern, and `tcp` holds its zero-length Read Responses the same way), and
 //! its next Write carries the ACK as a flag ([`flag::ACK`]), so the answer costs no cache line
-//! of its own. The next poll (the link reports work while ACKs are held), any post, a
-//! Disconnect or a blocking wait pushes what is still held. Nothing is held when the pass
+//! of its own. The next poll (the link reports work while ACKs are held), a Send, Write, Read,
+//! Bind or Invalidate post, a Disconnect or a blocking wait pushes what is still held. Nothing is held when the pass
 //! delivered a message (the application may stop driving this connection), nor while any
 //! thread waits on the adapter or its descriptor is exported (a sleeper armed before could
 //! sleep through it): `ShmQp::may_hold_acks`.
@@ -538,7 +538,6 @@ impl ShmQp {
             self.complete_recv(context, Status::CANCELED, 0, false);
             return Ok(());
         }
-        self.push_held_acks(&mut g);
         // Checked straight into the queue's slots (no copy through scratch).
         let Inner { rq, cache, .. } = &mut *g;
         let wr = RecvWr { context, total };
@@ -1331,9 +1330,6 @@ impl ShmQp {
                 Ok(None) => break,
                 Err(Violation) => return self.violation(g),
             };
-            if r.flags & flag::ACK != 0 && r.kind != kind::WRITE {
-                return self.violation(g);
-            }
             if r.kind == kind::MSG && g.rx_msg.is_none() && g.conn == Conn::Established {
                 // The common case first: a whole message in one cell for a posted Receive it
                 // fits. Anything else about a MSG (no Receive, SRQ, overrun) is the general
@@ -2027,21 +2023,27 @@ impl ShmQp {
     }
 
     /// Drive this queue pair with the lock held.
+    #[inline]
     fn progress_locked(&self, g: &mut Inner) {
-        // What an earlier pass held goes now (module docs: held acknowledgements).
-        let was_held = self.release_acks(g);
-        let took = g.rx_msgs;
-        self.progress_rx(g);
-        if (!g.sq.is_empty() || !g.answers.is_empty()) && (was_held || !self.may_hold_acks(g, took))
-        {
+        if g.acks_held {
+            // What an earlier pass held goes now (module docs: held acknowledgements), with
+            // whatever this pass owes (`progress_tx` releases it).
+            self.progress_rx(g);
             self.progress_tx(g);
+        } else {
+            let took = g.rx_msgs;
+            self.progress_rx(g);
+            if (!g.sq.is_empty() || !g.answers.is_empty()) && !self.may_hold_acks(g, took) {
+                self.progress_tx(g);
+            }
         }
         self.flush_wake(g);
     }
 
     /// Whether the ACKs this pass owes may wait for the application's next call (module docs:
     /// held acknowledgements); if so they are marked held. `took`: the count of the peer's
-    /// messages taken before the pass.
+    /// messages taken before the pass. (Out of line: the Send path only tests its condition.)
+    #[inline(never)]
     fn may_hold_acks(&self, g: &mut Inner, took: u32) -> bool {
         let Some(link) = self.link.get() else {
             return false;
@@ -2082,10 +2084,16 @@ impl ShmQp {
 
     /// A post that cannot carry a held ACK pushes the held ones first, so that it may still go
     /// straight into the ring (an inline Send need not capture its bytes).
+    #[inline]
     fn push_held_acks(&self, g: &mut Inner) {
-        if !self.release_acks(g) {
-            return;
+        if g.acks_held {
+            self.push_held_acks_now(g);
         }
+    }
+
+    #[inline(never)]
+    fn push_held_acks_now(&self, g: &mut Inner) {
+        self.release_acks(g);
         let Some(link) = self.link.get() else { return };
         match self.push_answers(g, &link.tx()) {
             Ok(_) => link.wake_peer(),

@@ -414,6 +414,10 @@ impl Consumer {
         }
         let [word, l, t] = m.meta(i);
         let w = word.load(Ordering::Relaxed);
+        // An ACK rides on a WRITE only (`flag::ACK`).
+        if w & (u32::from(flag::ACK) << 8) != 0 && w as u8 != kind::WRITE {
+            return Err(Violation);
+        }
         let r = Record {
             kind: w as u8,
             flags: (w >> 8) as u8,

@@ -32,6 +32,8 @@ pub(crate) struct Pair {
     mr: MemoryRegion,
     buf: Buffer,
     _adapter: Adapter,
+    /// [`Pair::write_round`]: rounds so far, and whether `b`'s last Write has not completed.
+    writes: std::cell::Cell<(u64, bool)>,
 }
 
 impl Pair {
@@ -55,10 +57,13 @@ impl Pair {
             .expect("QP");
         let buf = Buffer::new(2 * MAX_MSG).expect("buffer");
         let mr = adapter.create_memory_region().expect("MR");
-        mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)
-            .expect("register")
-            .wait()
-            .expect("register");
+        mr.register_buffer(
+            &buf,
+            MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE,
+        )
+        .expect("register")
+        .wait()
+        .expect("register");
         let listener = adapter.create_listener().expect("listener");
         listener.bind(any).expect("bind");
         listener.listen(1).expect("listen");
@@ -94,7 +99,61 @@ impl Pair {
             mr,
             buf,
             _adapter: adapter,
+            writes: std::cell::Cell::new((0, false)),
         }
+    }
+
+    /// One round of an RDMA Write ping-pong as `nd rpingpong` runs it, `len` bytes (1 to the
+    /// inline size) each way: `a` Writes INLINE into the receive area, `b` polls until the last
+    /// byte shows it (and its own previous Write has completed), Writes back into the second
+    /// half of the receive area, and `a` polls until that shows and its Write has completed.
+    /// Returns the round's mark.
+    ///
+    /// # Panics
+    /// If a post fails or a completion is not `ND_SUCCESS`.
+    pub(crate) fn write_round(&self, len: usize) -> u8 {
+        let (k, mut b_writing) = self.writes.get();
+        let (ping, pong) = ((2 * (k % 127) + 1) as u8, (2 * (k % 127) + 2) as u8);
+        let (to_b, to_a) = (MAX_MSG, MAX_MSG + MAX_MSG / 2);
+        self.post_write(&self.qa, 0, to_b, len, ping);
+        let mut r = [NdResult::EMPTY];
+        while self.byte(to_b + len - 1) != ping || b_writing {
+            if self.cq_b.get_results(&mut r) == 1 {
+                check(&r[0]);
+                b_writing = false;
+            }
+        }
+        self.post_write(&self.qb, len, to_a, len, pong);
+        let mut a_writing = true;
+        while self.byte(to_a + len - 1) != pong || a_writing {
+            if self.cq_a.get_results(&mut r) == 1 {
+                check(&r[0]);
+                a_writing = false;
+            }
+        }
+        self.writes.set((k + 1, true));
+        pong
+    }
+
+    /// Post an INLINE Write of `len` bytes from `src`, whose last byte is set to `mark` first,
+    /// to `dst` (both offsets in the one buffer).
+    fn post_write(&self, qp: &QueuePair, src: usize, dst: usize, len: usize, mark: u8) {
+        // SAFETY: in bounds; INLINE requests read their bytes during the post, so no request
+        // reads this byte now.
+        unsafe { self.buf.as_ptr().add(src + len - 1).write_volatile(mark) };
+        let sge = self.buf.sge(src..src + len, self.mr.get_local_token());
+        let addr = self.buf.as_ptr() as u64 + dst as u64;
+        // SAFETY: INLINE: the bytes are read during the call.
+        unsafe { qp.write(0, &[sge], addr, self.mr.get_remote_token(), OpFlags::INLINE) }
+            .expect("post write");
+    }
+
+    /// The byte at `i` of the buffer as it is now (the provider places Writes inside the
+    /// `get_results` calls of this thread).
+    fn byte(&self, i: usize) -> u8 {
+        assert!(i < self.buf.len());
+        // SAFETY: in bounds (checked above); nothing writes the buffer concurrently.
+        unsafe { self.buf.as_ptr().add(i).read_volatile() }
     }
 
     /// One message of `len` bytes (at most [`MAX_MSG`]): post a Receive on `b`, post a Send on
