@@ -17,10 +17,11 @@
 //! (ndrpingpong's pattern, and `tcp` holds its zero-length Read Responses the same way), and
 //! its next Write carries the ACK as a flag ([`flag::ACK`]), so the answer costs no cache line
 //! of its own. The next poll (the link reports work while ACKs are held), a Send, Write, Read,
-//! Bind or Invalidate post, a Disconnect or a blocking wait pushes what is still held. Nothing is held when the pass
-//! delivered a message (the application may stop driving this connection), nor while any
-//! thread waits on the adapter or its descriptor is exported (a sleeper armed before could
-//! sleep through it): `ShmQp::may_hold_acks`.
+//! Bind or Invalidate post, a Disconnect (or the queue pair's release) or a blocking wait
+//! pushes what is still held. Nothing is held when the pass delivered a message (the
+//! application may stop driving this connection), nor while any thread waits on the adapter
+//! or its descriptor is exported (a sleeper armed before could sleep through it):
+//! `ShmQp::may_hold_acks`.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -2423,6 +2424,8 @@ impl Drop for ShmQp {
         // Releasing a queue pair implies Disconnect and Flush.
         let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut g = std::mem::replace(g, Inner::empty());
+        // As Disconnect: the held ACKs of the peer's placed Writes go first.
+        self.push_held_acks(&mut g);
         self.close(&mut g, Status::CONNECTION_REFUSED);
     }
 }

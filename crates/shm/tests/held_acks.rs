@@ -1,7 +1,7 @@
 //! Held acknowledgements (`qp` module docs): the target of an RDMA Write holds the ACK that
 //! completes it until the application's next call into the provider, and the target's next
 //! Write carries it. These tests pin down when the ACK must go all the same: the target's next
-//! poll, its Disconnect, and, with the adapter's descriptor exported, at once. Each
+//! poll, its Disconnect or release, and, with the adapter's descriptor exported, at once. Each
 //! runs both ends in one process; a lost ACK shows as the initiator's Write never completing
 //! (every wait has a deadline).
 
@@ -113,6 +113,18 @@ fn a_disconnect_sends_the_held_ack_first() {
     place(&s, &data);
     s.disconnect();
     write_done(c.poll(), 1, 8, "the Write placed before the Disconnect");
+}
+
+/// Releasing the target's queue pair (and the rest of its end) implies a Disconnect: the held
+/// ACK goes first there too.
+#[test]
+fn a_released_queue_pair_sends_the_held_ack_first() {
+    let (c, s) = pair(64 << 10);
+    let data = common::message(5, 8);
+    write_inline(&c, &s, 1, &data);
+    place(&s, &data);
+    drop(s);
+    write_done(c.poll(), 1, 8, "the Write placed before the release");
 }
 
 /// With the adapter's descriptor in an event loop nothing is held: the pass that placed the
