@@ -2070,17 +2070,16 @@ impl ShmQp {
     }
 
     /// The held ACKs are no longer held (they are about to be pushed, or one rides on a
-    /// Write); whether there were any.
-    fn release_acks(&self, g: &mut Inner) -> bool {
+    /// Write).
+    fn release_acks(&self, g: &mut Inner) {
         if !g.acks_held {
-            return false;
+            return;
         }
         g.acks_held = false;
         if let Some(link) = self.link.get() {
             // A poller that still sees `true` drives the queue pair once for nothing.
             link.acks_held.store(false, Ordering::Relaxed);
         }
-        true
     }
 
     /// A post that cannot carry a held ACK pushes the held ones first, so that it may still go

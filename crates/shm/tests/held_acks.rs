@@ -11,8 +11,8 @@ mod common;
 
 use std::time::Instant;
 
-use common::{pair, End, DEADLINE};
-use netdirect::{NdResult, OpFlags, RequestType, Status};
+use common::{done_ok, pair, End, DEADLINE};
+use netdirect::{NdResult, OpFlags, RequestType};
 
 /// Where the Writes land in the target's buffer.
 const AT: usize = 4096;
@@ -50,30 +50,24 @@ fn nothing_for(e: &End, n: usize, what: &str) {
     }
 }
 
-fn write_done(r: NdResult, ctx: u64, len: usize, what: &str) {
-    assert_eq!(
-        (
-            r.status,
-            r.request_type,
-            r.request_context,
-            r.bytes_transferred
-        ),
-        (Status::SUCCESS, RequestType::Write, ctx, len as u32),
-        "{what}"
-    );
+/// A connected pair whose initiator `c` wrote 8 bytes (message `k`) into the target `s`,
+/// and `s`'s polling pass placed them: the ACK is held.
+fn placed(k: u64) -> (End, End) {
+    let (c, s) = pair(64 << 10);
+    let data = common::message(k, 8);
+    write_inline(&c, &s, 1, &data);
+    place(&s, &data);
+    (c, s)
 }
 
 /// The pass that placed a Write holds its ACK; the target's next poll sends it, though it
 /// finds nothing else to do.
 #[test]
 fn a_held_ack_goes_with_the_targets_next_poll() {
-    let (c, s) = pair(64 << 10);
-    let data = common::message(1, 8);
-    write_inline(&c, &s, 1, &data);
-    place(&s, &data);
+    let (c, s) = placed(1);
     nothing_for(&c, 10_000, "the ACK is held until the target's next call");
     nothing_for(&s, 1, "the target's next poll");
-    write_done(c.poll(), 1, 8, "the initiator's Write");
+    done_ok(c.poll(), RequestType::Write, 1, 8, "the initiator's Write");
 }
 
 /// A Write ping-pong as `nd rpingpong` runs it: each side's Write carries the ACK of the
@@ -94,11 +88,17 @@ fn each_write_of_a_ping_pong_carries_the_ack_of_the_last() {
             let pong = common::message(k, len);
             write_inline(&s, &c, 2 * k, &pong);
             // The client's poll takes the pong, and with it the ACK of its own Write.
-            write_done(c.poll(), 2 * (k - 1), len, "the ping, answered by the pong");
+            done_ok(
+                c.poll(),
+                RequestType::Write,
+                2 * (k - 1),
+                len,
+                "the ping, answered by the pong",
+            );
             place(&c, &pong);
             // The server's Write completes with the client's next call.
             nothing_for(&c, 1, "the client's next call");
-            write_done(s.poll(), 2 * k, len, "the pong");
+            done_ok(s.poll(), RequestType::Write, 2 * k, len, "the pong");
         }
     }
 }
@@ -107,24 +107,30 @@ fn each_write_of_a_ping_pong_carries_the_ack_of_the_last() {
 /// the Write completes successfully, not ND_CANCELED.
 #[test]
 fn a_disconnect_sends_the_held_ack_first() {
-    let (c, s) = pair(64 << 10);
-    let data = common::message(3, 8);
-    write_inline(&c, &s, 1, &data);
-    place(&s, &data);
+    let (c, s) = placed(3);
     s.disconnect();
-    write_done(c.poll(), 1, 8, "the Write placed before the Disconnect");
+    done_ok(
+        c.poll(),
+        RequestType::Write,
+        1,
+        8,
+        "the Write placed before the Disconnect",
+    );
 }
 
 /// Releasing the target's queue pair (and the rest of its end) implies a Disconnect: the held
 /// ACK goes first there too.
 #[test]
 fn a_released_queue_pair_sends_the_held_ack_first() {
-    let (c, s) = pair(64 << 10);
-    let data = common::message(5, 8);
-    write_inline(&c, &s, 1, &data);
-    place(&s, &data);
+    let (c, s) = placed(5);
     drop(s);
-    write_done(c.poll(), 1, 8, "the Write placed before the release");
+    done_ok(
+        c.poll(),
+        RequestType::Write,
+        1,
+        8,
+        "the Write placed before the release",
+    );
 }
 
 /// With the adapter's descriptor in an event loop nothing is held: the pass that placed the
@@ -137,8 +143,9 @@ fn nothing_is_held_once_the_descriptor_is_exported() {
     let data = common::message(4, 8);
     write_inline(&c, &s, 1, &data);
     place(&s, &data);
-    write_done(
+    done_ok(
         c.poll(),
+        RequestType::Write,
         1,
         8,
         "the Write, with no further call of the target",

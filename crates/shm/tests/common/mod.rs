@@ -338,7 +338,7 @@ pub(crate) fn drive(c: &End, s: &End) -> NdResult {
 }
 
 /// `r` is the successful completion of request `ctx` of type `ty`, `len` bytes.
-fn done_ok(r: NdResult, ty: RequestType, ctx: u64, len: usize, what: &str) {
+pub(crate) fn done_ok(r: NdResult, ty: RequestType, ctx: u64, len: usize, what: &str) {
     assert_eq!(
         (
             r.status,
