@@ -197,18 +197,33 @@ impl Engine {
     /// acknowledgements, `qp`), since a sleeper armed before it was left would not see it.
     /// The caller stores its "work left" flag (`SeqCst`) before asking.
     pub(crate) fn anyone_waiting(&self) -> bool {
-        self.fd_exported() || self.waiters.anyone_waiting()
+        // SeqCst: pairs with the export's swap and its look at the links (`Engine::fd`).
+        self.fd_exported.load(Ordering::SeqCst) || self.waiters.anyone_waiting()
     }
 
     /// The adapter's overlapped descriptor: the epoll set. From the first call on every
     /// connection stays armed, so the descriptor reports ring activity too.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        if !self.fd_exported.swap(true, Ordering::AcqRel) {
-            self.for_each_link(|l| {
-                l.arm();
-            });
+        // SeqCst: a polling pass that holds ACKs stores its flag and then looks for an
+        // export (`anyone_waiting`); this swap comes before the links are looked at, so either
+        // that pass sees the export and holds nothing, or the look below finds the flag.
+        if !self.fd_exported.swap(true, Ordering::SeqCst) {
+            self.arm_exported();
         }
         self.epfd.as_fd()
+    }
+
+    /// Arm every connection for the exported descriptor, and make the descriptor readable at
+    /// once if one has work already: a record published while we were not armed came with no
+    /// WAKE, and an ACK a polling pass held waits for a call nobody will make, while the
+    /// event loop that adopted the descriptor waits for it to become readable (and the peer,
+    /// perhaps, for that ACK). The event loop's `progress` then drives the connection.
+    fn arm_exported(&self) {
+        let mut work = false;
+        self.for_each_link(|l| work |= l.arm());
+        if work {
+            self.wake_leader();
+        }
     }
 
     /// Call `source.on_timer()` once `at` has passed.
@@ -313,9 +328,7 @@ impl Engine {
             // link, perhaps before this pass disarmed them): an exported descriptor must
             // hear every ring, so arm them again.
             if self.fd_exported() {
-                self.for_each_link(|l| {
-                    l.arm();
-                });
+                self.arm_exported();
             }
         }
         if ready {

@@ -21,7 +21,9 @@
 //! pushes what is still held. Nothing is held when the pass delivered a message (the
 //! application may stop driving this connection), nor while any thread waits on the adapter
 //! or its descriptor is exported (a sleeper armed before could sleep through it):
-//! `ShmQp::may_hold_acks`.
+//! `ShmQp::may_hold_acks`. ACKs held when the descriptor is exported make it readable at once
+//! (`Engine::fd`), as does a record that arrived while nothing was armed: the event loop's
+//! progress pass then sends them.
 
 use std::any::Any;
 use std::collections::VecDeque;
