@@ -12,10 +12,9 @@
 mod common;
 
 use std::os::fd::BorrowedFd;
-use std::time::Instant;
 
-use common::{done_ok, pair, End, DEADLINE};
-use netdirect::{NdResult, OpFlags, RequestType};
+use common::{done_ok, pair, place, write_inline, End, DEADLINE};
+use netdirect::RequestType;
 use rustix::event::{poll, PollFd, PollFlags};
 
 /// Whether `fd` becomes readable within the deadline.
@@ -45,20 +44,8 @@ fn quiet_pair() -> (End, End) {
 fn an_ack_held_before_the_export_makes_the_descriptor_readable() {
     let (c, s) = quiet_pair();
     let data = common::message(3, 8);
-    c.fill(0, &data);
-    let sge = c.buf.sge(0..8, c.token());
-    let at = s.buf.as_ptr() as u64 + 4096;
-    // SAFETY: INLINE: the bytes are read during the call.
-    unsafe {
-        c.qp.write(1, &[sge], at, s.mr.get_remote_token(), OpFlags::INLINE)
-    }
-    .expect("post Write");
-    let end = Instant::now() + DEADLINE;
-    let mut r = [NdResult::EMPTY];
-    while s.read(4096, 8) != data {
-        assert_eq!(s.cq.get_results(&mut r), 0, "target completion {r:?}");
-        assert!(Instant::now() < end, "the Write was never placed");
-    }
+    write_inline(&c, &s, 1, &data);
+    place(&s, &data);
     assert!(
         readable(s.adapter.fd()),
         "the export did not announce the held ACK"
