@@ -9,8 +9,37 @@
 
 mod common;
 
-use common::{done_ok, pair, place, write_inline, End};
-use netdirect::{NdResult, RequestType};
+use std::time::Instant;
+
+use common::{done_ok, pair, End, DEADLINE};
+use netdirect::{NdResult, OpFlags, RequestType};
+
+/// Where the Writes land in the target's buffer.
+const AT: usize = 4096;
+
+/// Post an INLINE Write of `data` (staged at offset 0 of `from`'s buffer) to `AT` in `to`'s.
+fn write_inline(from: &End, to: &End, ctx: u64, data: &[u8]) {
+    from.fill(0, data);
+    let sge = from.buf.sge(0..data.len(), from.token());
+    let addr = to.buf.as_ptr() as u64 + AT as u64;
+    // SAFETY: INLINE: the bytes are read during the call.
+    unsafe {
+        from.qp
+            .write(ctx, &[sge], addr, to.mr.get_remote_token(), OpFlags::INLINE)
+    }
+    .expect("post Write");
+}
+
+/// Poll the target's CQ (which drives its queue pair and places the Write) until `data` is in
+/// its memory; the target itself completes nothing.
+fn place(target: &End, data: &[u8]) {
+    let end = Instant::now() + DEADLINE;
+    let mut r = [NdResult::EMPTY];
+    while target.read(AT, data.len()) != data {
+        assert_eq!(target.cq.get_results(&mut r), 0, "target completion {r:?}");
+        assert!(Instant::now() < end, "the Write was never placed");
+    }
+}
 
 /// `n` polls of `e`'s CQ find nothing: what `e` waits for is not in its ring. Deterministic:
 /// the other end runs no code meanwhile.

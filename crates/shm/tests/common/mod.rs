@@ -324,33 +324,6 @@ pub(crate) fn pair(buf: usize) -> (End, End) {
     (c, s)
 }
 
-/// Where the one-sided tests' INLINE Writes land in the target's buffer.
-pub(crate) const AT: usize = 4096;
-
-/// Post an INLINE Write of `data` (staged at offset 0 of `from`'s buffer) to `AT` in `to`'s.
-pub(crate) fn write_inline(from: &End, to: &End, ctx: u64, data: &[u8]) {
-    from.fill(0, data);
-    let sge = from.buf.sge(0..data.len(), from.token());
-    let addr = to.buf.as_ptr() as u64 + AT as u64;
-    // SAFETY: INLINE: the bytes are read during the call.
-    unsafe {
-        from.qp
-            .write(ctx, &[sge], addr, to.mr.get_remote_token(), OpFlags::INLINE)
-    }
-    .expect("post Write");
-}
-
-/// Poll the target's CQ (which drives its queue pair and places the Write) until `data` is in
-/// its memory; the target itself completes nothing.
-pub(crate) fn place(target: &End, data: &[u8]) {
-    let end = Instant::now() + DEADLINE;
-    let mut r = [NdResult::EMPTY];
-    while target.read(AT, data.len()) != data {
-        assert_eq!(target.cq.get_results(&mut r), 0, "target completion {r:?}");
-        assert!(Instant::now() < end, "the Write was never placed");
-    }
-}
-
 /// Poll both ends until the initiator `c` has a completion; the target must report none.
 pub(crate) fn drive(c: &End, s: &End) -> NdResult {
     let end = Instant::now() + DEADLINE;
