@@ -42,18 +42,6 @@ fn export_and_serve(a: &Adapter, what: &str) -> Check {
     Ok(())
 }
 
-/// A successful completion; `bytes` is checked for a Receive only (undefined for the other
-/// request types, nd-reference.md §1.10).
-fn done(ty: RequestType, ctx: u64, qp: u64, bytes: u32) -> Expect {
-    Expect {
-        status: Status::SUCCESS,
-        request_type: ty,
-        request_context: ctx,
-        qp_context: qp,
-        bytes: (ty == RequestType::Receive).then_some(bytes),
-    }
-}
-
 /// The target of an INLINE Write placed it in a polling pass, which held the answer; the
 /// export must announce it, and the initiator's Write completes.
 fn held_answer(p: &Provider, ip: IpAddr) -> Check {
@@ -64,7 +52,7 @@ fn held_answer(p: &Provider, ip: IpAddr) -> Check {
     a.progress();
     let data = *b"held ack";
     // SAFETY: no request uses the first bytes of the client's buffer now.
-    unsafe { client.buf.as_mut_slice()[..8].copy_from_slice(&data) };
+    unsafe { client.write(&[0..8], &data) };
     client
         .rdma_write(
             1,
@@ -77,7 +65,7 @@ fn held_answer(p: &Provider, ip: IpAddr) -> Check {
     let deadline = std::time::Instant::now() + WAIT;
     let mut r = [netdirect::NdResult::EMPTY];
     // SAFETY: the provider writes these bytes only while this thread polls.
-    while unsafe { &server.buf.as_slice()[4096..4104] } != data {
+    while unsafe { server.read(&[4096..4104], 8) } != data {
         ensure!(
             server.rcq.get_results(&mut r) == 0,
             "target completion {r:?}"
@@ -89,7 +77,14 @@ fn held_answer(p: &Provider, ip: IpAddr) -> Check {
     }
     export_and_serve(&a, "a held answer")?;
     let r = next_results(&client.scq, 1, "Write")?;
-    done(RequestType::Write, 1, client.qp_context, 8).check(&r[0], "the Write")
+    Expect {
+        status: Status::SUCCESS,
+        request_type: RequestType::Write,
+        request_context: 1,
+        qp_context: client.qp_context,
+        bytes: None,
+    }
+    .check(&r[0], "the Write")
 }
 
 /// A Send that arrived while nobody drove the adapter: the export must announce it.
@@ -100,10 +95,10 @@ fn waiting_message(p: &Provider, ip: IpAddr) -> Check {
     client.send(2, &[0..16], OpFlags::empty()).ctx("Send")?;
     // The Send is on its way (shm: in the ring; tcp: in the socket) once it completes.
     let r = next_results(&client.scq, 1, "Send")?;
-    done(RequestType::Send, 2, client.qp_context, 0).check(&r[0], "the Send")?;
+    Expect::send(Status::SUCCESS, 2, client.qp_context).check(&r[0], "the Send")?;
     export_and_serve(&a, "a waiting message")?;
     let r = next_results(&server.rcq, 1, "Receive")?;
-    done(RequestType::Receive, 7, server.qp_context, 16).check(&r[0], "the Receive")
+    Expect::recv(Status::SUCCESS, 7, server.qp_context, Some(16)).check(&r[0], "the Receive")
 }
 
 #[test]
