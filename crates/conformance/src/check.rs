@@ -199,7 +199,8 @@ pub struct Expect {
     pub request_context: u64,
     /// The queue pair's context (D14: `QueuePairContext`).
     pub qp_context: u64,
-    /// Bytes received (checked for successful Receives only: undefined otherwise).
+    /// `BytesTransferred`, checked when given: what a successful Receive received, or what a
+    /// successful Send, Write or Read carried (`tests/lengths.rs`).
     pub bytes: Option<u32>,
 }
 
@@ -223,6 +224,30 @@ impl Expect {
             request_context,
             qp_context,
             bytes: None,
+        }
+    }
+
+    /// A completion of an initiator request (Send, Write, Read, Bind, Invalidate).
+    pub fn initiator(
+        request_type: RequestType,
+        status: Status,
+        request_context: u64,
+        qp_context: u64,
+    ) -> Self {
+        Self {
+            status,
+            request_type,
+            request_context,
+            qp_context,
+            bytes: None,
+        }
+    }
+
+    /// The same, with `BytesTransferred` checked too.
+    pub fn with_bytes(self, bytes: u32) -> Self {
+        Self {
+            bytes: Some(bytes),
+            ..self
         }
     }
 

@@ -295,12 +295,22 @@ impl Side {
 /// An adapter for `ip` on `p` and two sides on it with the default configuration, `server`
 /// connected to `client` (in that order; keep the listener while the pair is in use).
 pub fn default_pair(p: &Provider, ip: IpAddr) -> Check<(Adapter, Side, Side, Listener)> {
+    reading_pair(p, ip, 0)
+}
+
+/// [`default_pair`], with `reads` RDMA Reads allowed in flight each way (both read limits of
+/// both Connect and Accept).
+pub fn reading_pair(
+    p: &Provider,
+    ip: IpAddr,
+    reads: u32,
+) -> Check<(Adapter, Side, Side, Listener)> {
     let a = p
         .open_adapter_for(SocketAddr::new(ip, 0))
         .ctx("open adapter")?;
     let server = Side::on(&a, SideConfig::default())?;
     let client = Side::on(&a, SideConfig::default())?;
-    let listener = connect_pair(&server, &client, ip)?;
+    let listener = connect_pair_reading(&server, &client, ip, reads)?;
     Ok((a, server, client, listener))
 }
 
@@ -308,15 +318,25 @@ pub fn default_pair(p: &Provider, ip: IpAddr) -> Check<(Adapter, Side, Side, Lis
 /// then every wait drives both ends, and no second thread is needed. Returns the listener
 /// (keep it while the pair is in use).
 pub fn connect_pair(server: &Side, client: &Side, ip: IpAddr) -> Check<Listener> {
+    connect_pair_reading(server, client, ip, 0)
+}
+
+/// [`connect_pair`], with `reads` RDMA Reads allowed in flight each way.
+pub fn connect_pair_reading(
+    server: &Side,
+    client: &Side,
+    ip: IpAddr,
+    reads: u32,
+) -> Check<Listener> {
     let (listener, laddr) = listen(&server.adapter, SocketAddr::new(ip, 0), 4)?;
     let gcr = listener
         .get_connection_request(&server.connector)
         .ctx("GetConnectionRequest")?;
-    let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
+    let cov = client.connect(SocketAddr::new(ip, 0), laddr, reads, reads, &[])?;
     wait_ok(&gcr, "GetConnectionRequest")?;
     let aov = server
         .connector
-        .accept(&server.qp, 0, 0, &[])
+        .accept(&server.qp, reads, reads, &[])
         .ctx("Accept")?;
     wait_ok(&cov, "Connect")?;
     let cc = client.connector.complete_connect().ctx("CompleteConnect")?;

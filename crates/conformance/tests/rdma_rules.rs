@@ -37,13 +37,7 @@ fn bind_first_page(side: &Side, region: &MemoryRegion, w: &MemoryWindow, ctx: u6
 }
 
 fn done(ty: RequestType, status: Status, ctx: u64, qp: u64) -> Expect {
-    Expect {
-        status,
-        request_type: ty,
-        request_context: ctx,
-        qp_context: qp,
-        bytes: None,
-    }
+    Expect::initiator(ty, status, ctx, qp)
 }
 
 #[test]

@@ -453,14 +453,21 @@ impl ShmQp {
         );
     }
 
-    fn complete_send(&self, context: u64, flags: OpFlags, status: Status) {
+    /// Complete a Send that never entered the send queue (done or flushed within its post):
+    /// a success reports its length, as `complete_wr` does.
+    fn complete_send(&self, context: u64, flags: OpFlags, status: Status, total: u64) {
         if status == Status::SUCCESS && flags.contains(OpFlags::SILENT_SUCCESS) {
             return;
         }
+        let bytes = if status == Status::SUCCESS {
+            u32::try_from(total).unwrap_or(u32::MAX)
+        } else {
+            0
+        };
         self.icq.push(
             NdResult {
                 status,
-                bytes_transferred: 0,
+                bytes_transferred: bytes,
                 qp_context: self.context,
                 request_context: context,
                 request_type: RequestType::Send,
@@ -470,13 +477,14 @@ impl ShmQp {
     }
 
     /// Complete an initiator request (suppressed for `SILENT_SUCCESS` successes). A successful
-    /// Write or Read reports its length, as in `tcp`.
+    /// Send, Write or Read reports its length, as in `tcp` (`tests/lengths.rs` in the
+    /// conformance suite).
     fn complete_wr(&self, wr: &SendWr, status: Status) {
         if status == Status::SUCCESS && wr.flags.contains(OpFlags::SILENT_SUCCESS) {
             return;
         }
         let (request_type, bytes) = match wr.op {
-            Op::Send => (RequestType::Send, 0),
+            Op::Send => (RequestType::Send, wr.total),
             Op::Write(_) => (RequestType::Write, wr.total),
             Op::Read(_) => (RequestType::Read, wr.total),
             Op::Bind => (RequestType::Bind, 0),
@@ -594,7 +602,7 @@ impl ShmQp {
         }
         if g.conn == Conn::Closed {
             drop(g);
-            self.complete_send(context, flags, Status::CANCELED);
+            self.complete_send(context, flags, Status::CANCELED, 0);
             return Ok(());
         }
         self.push_held_acks(&mut g);
@@ -624,7 +632,7 @@ impl ShmQp {
                 // The ring broke the protocol and the connection ended (`try_push_small`):
                 // everything queued was flushed, and so is this Send.
                 drop(g);
-                self.complete_send(context, flags, Status::CANCELED);
+                self.complete_send(context, flags, Status::CANCELED, 0);
                 return Ok(());
             }
         }
@@ -657,7 +665,7 @@ impl ShmQp {
     /// before the lock goes: a Send another thread pushes next must not complete first.
     fn pushed_send(&self, mut g: MutexGuard<'_, Inner>, context: u64, flags: OpFlags, total: u64) {
         if g.sq.is_empty() {
-            self.complete_send(context, flags, Status::SUCCESS);
+            self.complete_send(context, flags, Status::SUCCESS, total);
             return;
         }
         g.sq.push_bare(SendWr::new(context, flags, total, Op::Send));

@@ -437,7 +437,7 @@ fn answers_interleave_with_a_message_half_in_the_ring() {
         got,
         [
             (1, Status::SUCCESS, len as u32),
-            (2, Status::SUCCESS, 0),
+            (2, Status::SUCCESS, len as u32),
             (3, Status::SUCCESS, 8),
             (4, Status::SUCCESS, 4096)
         ]

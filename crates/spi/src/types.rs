@@ -107,7 +107,10 @@ pub enum RequestType {
 pub struct NdResult {
     /// The request's final status.
     pub status: Status,
-    /// Bytes received; meaningful for Receive only (undefined for the others, per the SPI).
+    /// For a successful Receive, the bytes received. The SPI leaves it undefined for the
+    /// other requests; every provider here reports a successful Send's, Write's or Read's
+    /// length (the total of its SGEs, as ND v1 and WinOF do) and 0 for the rest and for
+    /// failures, so a byte count does not change with the provider.
     pub bytes_transferred: u32,
     /// The `context` given when the queue pair was created (D14: `QueuePairContext`).
     pub qp_context: u64,
