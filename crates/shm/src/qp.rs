@@ -369,6 +369,16 @@ fn seg_capacity(requested: u32) -> usize {
     requested.max(4) as usize
 }
 
+/// What an initiator completion reports in `BytesTransferred`: the request's length when it
+/// succeeded, else 0 (as `tcp`; `tests/lengths.rs` in the conformance suite).
+fn reported_len(status: Status, total: u64) -> u32 {
+    if status == Status::SUCCESS {
+        u32::try_from(total).unwrap_or(u32::MAX)
+    } else {
+        0
+    }
+}
+
 impl ShmQp {
     pub(crate) fn new(shared: Arc<Shared>, cfg: &QueuePairConfig) -> Result<Arc<Self>> {
         let rcq = ShmCq::downcast(&cfg.receive_cq).ok_or(Error::invalid_parameter(2))?;
@@ -459,15 +469,10 @@ impl ShmQp {
         if status == Status::SUCCESS && flags.contains(OpFlags::SILENT_SUCCESS) {
             return;
         }
-        let bytes = if status == Status::SUCCESS {
-            u32::try_from(total).unwrap_or(u32::MAX)
-        } else {
-            0
-        };
         self.icq.push(
             NdResult {
                 status,
-                bytes_transferred: bytes,
+                bytes_transferred: reported_len(status, total),
                 qp_context: self.context,
                 request_context: context,
                 request_type: RequestType::Send,
@@ -490,11 +495,7 @@ impl ShmQp {
             Op::Bind => (RequestType::Bind, 0),
             Op::Invalidate => (RequestType::Invalidate, 0),
         };
-        let bytes = if status == Status::SUCCESS {
-            u32::try_from(bytes).unwrap_or(u32::MAX)
-        } else {
-            0
-        };
+        let bytes = reported_len(status, bytes);
         self.icq.push(
             NdResult {
                 status,
