@@ -10,7 +10,7 @@ use netdirect::{
     OpFlags, Provider, QueuePair, Sge,
 };
 
-use crate::check::{wait_ok, Check, Context};
+use crate::check::{expect_results, next_results, wait_ok, Check, Context, Expect};
 use crate::ensure;
 
 /// ND's ephemeral port range (R-CONN-1).
@@ -343,6 +343,33 @@ pub fn connect_pair_reading(
     wait_ok(&cc, "CompleteConnect")?;
     wait_ok(&aov, "Accept")?;
     Ok(listener)
+}
+
+/// The rest of a connection whose `GetConnectionRequest` completed at `server` for the
+/// Connect `cov` of `client`: Accept, Connect's completion, CompleteConnect, then one 8-byte
+/// Send into a Receive, checked, so the connection is shown to work.
+pub fn accept_and_exchange(server: &Side, client: &Side, cov: &netdirect::Overlapped) -> Check {
+    let aov = server
+        .connector
+        .accept(&server.qp, 0, 0, &[])
+        .ctx("Accept")?;
+    wait_ok(cov, "Connect")?;
+    let cc = client.connector.complete_connect().ctx("CompleteConnect")?;
+    wait_ok(&cc, "CompleteConnect")?;
+    wait_ok(&aov, "Accept")?;
+    server.recv(1, &[0..64]).ctx("Receive")?;
+    client.send(2, &[0..8], OpFlags::empty()).ctx("Send")?;
+    let r = next_results(&server.rcq, 1, "the Receive")?;
+    expect_results(
+        &r,
+        &[Expect::recv(
+            netdirect::Status::SUCCESS,
+            1,
+            server.qp_context,
+            Some(8),
+        )],
+        "the Receive",
+    )
 }
 
 /// Passive side, step 1: a listener bound to `addr` and listening; returns it with its

@@ -10,7 +10,8 @@
 //! * `tcp` (default): iWARP — RDMAP, DDP, MPA v2 — over kernel TCP; interoperates on the wire.
 //! * `shm`: same-host, over lock-free rings in shared memory, with every ND semantic of `tcp`.
 //!
-//! Select one with `ND_PROVIDER` (`tcp`, `shm,tcp`, `^shm`) or [`Provider::open`].
+//! Select one with `ND_PROVIDER` (`tcp`, `shm,tcp`, `^shm`) or [`Provider::open`]. The ND
+//! support library's helpers (`NdResolveAddress`, `NdOpenAdapter`, ...) are in [`support`].
 //!
 //! ## Asynchronous requests
 //! ND's overlapped requests are [`Overlapped`] handles: poll them
@@ -35,6 +36,7 @@ mod cq;
 mod memory;
 mod provider;
 mod qp;
+pub mod support;
 
 pub use adapter::Adapter;
 pub use connect::{Connector, Listener};

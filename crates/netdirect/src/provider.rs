@@ -78,21 +78,53 @@ impl Provider {
     /// Pick a provider by an `FI_PROVIDER`-style list: `a,b` (first present), `^a,b` (any
     /// provider not listed).
     pub fn select(spec: &str) -> Result<Self> {
+        Self::admitted(spec)
+            .into_iter()
+            .next()
+            .ok_or(Error::new(Status::INVALID_PARAMETER))
+    }
+
+    /// The providers `ND_PROVIDER` admits, in the order the ND support helpers
+    /// ([`crate::support`]) try them, as the Windows framework walks its provider catalog: the
+    /// listed ones in their order (`shm,tcp`), or with `^` every registered one not listed;
+    /// when it is unset, every registered provider, [`DEFAULT_PROVIDER`] first.
+    /// `ND_INVALID_PARAMETER` if that leaves none.
+    pub fn catalog() -> Result<Vec<Self>> {
+        let list = match std::env::var("ND_PROVIDER") {
+            Ok(spec) if !spec.trim().is_empty() => Self::admitted(&spec),
+            _ => {
+                let mut all = Self::all();
+                all.sort_by_key(|p| p.name() != DEFAULT_PROVIDER);
+                all
+            }
+        };
+        if list.is_empty() {
+            return Err(Error::new(Status::INVALID_PARAMETER));
+        }
+        Ok(list)
+    }
+
+    /// The registered providers an `FI_PROVIDER`-style list names, in its order (`^`: the
+    /// registered ones it does not name, in registry order).
+    fn admitted(spec: &str) -> Vec<Self> {
         let all = Self::all();
         let spec = spec.trim();
         if let Some(neg) = spec.strip_prefix('^') {
             let excluded: Vec<&str> = neg.split(',').map(str::trim).collect();
             return all
                 .into_iter()
-                .find(|p| !excluded.contains(&p.name()))
-                .ok_or(Error::new(Status::INVALID_PARAMETER));
+                .filter(|p| !excluded.contains(&p.name()))
+                .collect();
         }
+        let mut picked: Vec<Self> = Vec::new();
         for name in spec.split(',').map(str::trim) {
             if let Some(p) = all.iter().find(|p| p.name() == name) {
-                return Ok(p.clone());
+                if !picked.iter().any(|q| q.name() == name) {
+                    picked.push(p.clone());
+                }
             }
         }
-        Err(Error::new(Status::INVALID_PARAMETER))
+        picked
     }
 
     /// The provider's name.
@@ -121,5 +153,30 @@ impl Provider {
     pub fn open_adapter_for(&self, local: SocketAddr) -> Result<Adapter> {
         let id = self.resolve_address(local)?;
         self.open_adapter(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: Vec<Provider>) -> Vec<&'static str> {
+        list.into_iter().map(|p| p.name()).collect()
+    }
+
+    #[test]
+    fn a_list_admits_providers_in_its_order() {
+        assert_eq!(names(Provider::admitted("shm,tcp")), ["shm", "tcp"]);
+        assert_eq!(names(Provider::admitted(" tcp , tcp ")), ["tcp"]);
+        assert_eq!(names(Provider::admitted("verbs,shm")), ["shm"]);
+        assert_eq!(names(Provider::admitted("^tcp")), ["shm"]);
+        assert!(Provider::admitted("verbs").is_empty());
+        assert_eq!(Provider::select("shm,tcp").expect("shm").name(), "shm");
+        assert_eq!(
+            Provider::select("^tcp,shm")
+                .expect_err("none left")
+                .status(),
+            Status::INVALID_PARAMETER
+        );
     }
 }

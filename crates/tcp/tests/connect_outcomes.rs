@@ -17,16 +17,13 @@
 //! Its own test binary, and one test: the variables are read when an adapter opens, and set
 //! here before any.
 
-// One-SGE requests are written `&[a..b]`, as in the conformance suite.
-#![allow(clippy::single_range_in_vec_init)]
-
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use netdirect::{Adapter, Listener, OpFlags, Provider, Status};
-use netdirect_conformance::check::{expect_results, next_results, wait_ok, Check, Context, Expect};
+use netdirect::{Adapter, Listener, Provider, Status};
+use netdirect_conformance::check::{wait_ok, Check, Context};
 use netdirect_conformance::harness::{self, Family};
-use netdirect_conformance::side::listen;
+use netdirect_conformance::side::{accept_and_exchange, listen};
 use netdirect_conformance::{ensure, Needs, Side, SideConfig};
 
 /// An adapter on `ip`, a listener on it and its address, and a side to accept with.
@@ -54,23 +51,7 @@ fn run(p: &Provider, fam: Family) -> Check {
         .get_connection_request(&server.connector)
         .ctx("GetConnectionRequest")?;
     wait_ok(&gcr, "GetConnectionRequest")?;
-    let aov = server
-        .connector
-        .accept(&server.qp, 0, 0, &[])
-        .ctx("Accept")?;
-    wait_ok(&cov, "Connect, accepted late")?;
-    let cc = client.connector.complete_connect().ctx("CompleteConnect")?;
-    wait_ok(&cc, "CompleteConnect")?;
-    wait_ok(&aov, "Accept")?;
-    server.recv(1, &[0..64]).ctx("Receive")?;
-    client.send(2, &[0..8], OpFlags::empty()).ctx("Send")?;
-    let r = next_results(&server.rcq, 1, "the Receive")?;
-    expect_results(
-        &r,
-        &[Expect::recv(Status::SUCCESS, 1, server.qp_context, Some(8))],
-        "the Receive",
-    )?;
-    Ok(())
+    accept_and_exchange(&server, &client, &cov)
 }
 
 fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {

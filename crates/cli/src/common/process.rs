@@ -1,7 +1,7 @@
 //! Processes and addresses: pinning, loopback runs as two processes, the local address.
 
 use std::io::{BufRead, BufReader};
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr};
 use std::process::{Command, Stdio};
 
 /// Pin the calling process to `cpu`.
@@ -59,19 +59,10 @@ pub(super) fn run_loopback() -> Result<(), String> {
     Ok(())
 }
 
-/// The local address the kernel would use to reach `dest` (`NdResolveAddress`): a connected
-/// UDP socket sends nothing but learns its source address.
+/// The local address the kernel would use to reach `dest` (`NdResolveAddress`), as the ND
+/// examples bind their connectors to it.
 pub(crate) fn resolve_local(dest: SocketAddr) -> Result<IpAddr, String> {
-    if dest.ip().is_loopback() {
-        return Ok(dest.ip());
-    }
-    let bind: SocketAddr = if dest.is_ipv6() {
-        "[::]:0".parse().expect("literal")
-    } else {
-        "0.0.0.0:0".parse().expect("literal")
-    };
-    let s = UdpSocket::bind(bind).map_err(|e| e.to_string())?;
-    s.connect(dest)
-        .map_err(|e| format!("no route to {dest}: {e}"))?;
-    Ok(s.local_addr().map_err(|e| e.to_string())?.ip())
+    netdirect::support::resolve_address(dest)
+        .map(|a| a.ip())
+        .map_err(|e| format!("no local address reaches {dest}: {e}"))
 }
