@@ -334,29 +334,28 @@ pub fn connect_pair_reading(
         .ctx("GetConnectionRequest")?;
     let cov = client.connect(SocketAddr::new(ip, 0), laddr, reads, reads, &[])?;
     wait_ok(&gcr, "GetConnectionRequest")?;
-    let aov = server
-        .connector
-        .accept(&server.qp, reads, reads, &[])
-        .ctx("Accept")?;
-    wait_ok(&cov, "Connect")?;
-    let cc = client.connector.complete_connect().ctx("CompleteConnect")?;
-    wait_ok(&cc, "CompleteConnect")?;
-    wait_ok(&aov, "Accept")?;
+    establish(server, client, &cov, reads)?;
     Ok(listener)
 }
 
 /// The rest of a connection whose `GetConnectionRequest` completed at `server` for the
-/// Connect `cov` of `client`: Accept, Connect's completion, CompleteConnect, then one 8-byte
-/// Send into a Receive, checked, so the connection is shown to work.
-pub fn accept_and_exchange(server: &Side, client: &Side, cov: &netdirect::Overlapped) -> Check {
+/// Connect `cov` of `client`: Accept (with `reads` as both read limits), Connect's
+/// completion, CompleteConnect, Accept's completion.
+fn establish(server: &Side, client: &Side, cov: &netdirect::Overlapped, reads: u32) -> Check {
     let aov = server
         .connector
-        .accept(&server.qp, 0, 0, &[])
+        .accept(&server.qp, reads, reads, &[])
         .ctx("Accept")?;
     wait_ok(cov, "Connect")?;
     let cc = client.connector.complete_connect().ctx("CompleteConnect")?;
     wait_ok(&cc, "CompleteConnect")?;
-    wait_ok(&aov, "Accept")?;
+    wait_ok(&aov, "Accept")
+}
+
+/// [`establish`] with no Reads, then one 8-byte Send into a Receive, checked, so the
+/// connection is shown to work.
+pub fn accept_and_exchange(server: &Side, client: &Side, cov: &netdirect::Overlapped) -> Check {
+    establish(server, client, cov, 0)?;
     server.recv(1, &[0..64]).ctx("Receive")?;
     client.send(2, &[0..8], OpFlags::empty()).ctx("Send")?;
     let r = next_results(&server.rcq, 1, "the Receive")?;
