@@ -656,8 +656,33 @@ impl TcpQp {
     /// all contain the refused TO. Among them the one whose own segmentation produced that
     /// segment is named ([`write_fit`]); the earliest wins a tie, as the target refuses the
     /// first bad segment it meets.
+    ///
+    /// A Terminate that names no segment (LLP errors such as a CRC error, and the other
+    /// errors RFC 5040 §4.8 Figure 10 sends without the DDP header) still reports an error
+    /// the peer found in what we sent: the oldest request on the wire completes
+    /// `ND_REMOTE_ERROR` (iwarp-wire.md §4.4: a CRC mismatch gives the requester
+    /// ND_REMOTE_ERROR), as the first outstanding work request fails on a verbs queue pair
+    /// whose peer reported an error, and the rest are flushed. A peer that failed by itself
+    /// (a local catastrophic error, its connection lost) names nothing of ours: everything is
+    /// flushed `ND_CANCELED`, as when it disconnects.
     fn attribute(&self, g: &mut Inner, t: &Terminate) {
         let Some(ddp) = t.ddp_header.and_then(|d| d.decode().ok()) else {
+            let peer_failed = matches!(
+                t.error,
+                TermError::RdmapLocalCatastrophic(_)
+                    | TermError::DdpLocalCatastrophic
+                    | TermError::LlpConnectionLost
+            );
+            let on_wire = g.encoded > 0
+                && g.sq.get(0).is_some_and(|(wr, _)| {
+                    matches!(
+                        wr.kind,
+                        TxKind::Send | TxKind::Write { .. } | TxKind::Read { .. }
+                    )
+                });
+            if !peer_failed && on_wire {
+                g.failed = Some((g.front_seq, Status::REMOTE_ERROR));
+            }
             return;
         };
         let status = if protect::is_protection_error(&t.error) {

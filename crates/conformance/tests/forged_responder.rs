@@ -1,0 +1,595 @@
+//! A plain iWARP responder that refuses or garbles what the ND side asks of it: here the ND
+//! queue pair is the *initiator* (in `forged.rs` it is the target). A raw TCP listener (the
+//! `netdirect-wire` encoders over `std::net`) accepts the ND Connect with a correct MPA v2
+//! Reply that takes the Write completion probe (so a Write completes only once the peer placed
+//! it, and a refusal can still name it), takes the RTR, and then answers the ND side's RDMA
+//! Write or Read with a Terminate, or with a forged Read Response.
+//!
+//! What the initiator must make of it (iwarp-wire.md §4.4, nd-reference.md D6 and the
+//! ND2_RESULT status table of IND2CompletionQueue):
+//!
+//! * A Terminate naming the request (its DDP header, D): a protection error (EType 1 of RDMAP
+//!   or DDP) completes it `ND_ACCESS_VIOLATION`; any other error `ND_REMOTE_ERROR` ("the
+//!   request caused an error on the remote queue pair"). Everything posted after it is flushed
+//!   `ND_CANCELED`, and so is the posted Receive.
+//! * A Read Response that does not continue the outstanding Read exactly (another STag,
+//!   another offset, more or fewer bytes than asked), or that answers no Read at all: not a
+//!   byte is placed, the Read completes `ND_REMOTE_ERROR`, and the ND side sends exactly one
+//!   Terminate (DDP tagged buffer error 0x1/0x1/0x00 for the STag, 0x1/0x1/0x01 for the
+//!   offset or length, as siw does) naming the refused segment, and nothing after it.
+//!
+//! The `control` cases are the same responder answering correctly: the Write's bytes arrive as
+//! posted, the Read's bytes land in its sink, and both complete `ND_SUCCESS`, so the other
+//! cases fail because of what the responder forges.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::ops::Range;
+
+use netdirect::{OpFlags, Provider, RequestType, Status};
+use netdirect_conformance::check::{
+    expect_bytes, expect_results, fast_pattern, next_results, wait_ok, Check, Context, Expect, WAIT,
+};
+use netdirect_conformance::harness;
+use netdirect_conformance::{ensure, ensure_eq, Failure, Needs, Side, SideConfig};
+use netdirect_wire::ddp::{DdpHeader, QN_READ_REQUEST, QN_SEND};
+use netdirect_wire::fpdu::{
+    encode_fpdu, encode_terminate_fpdu, Deframer, Event, SegmentHeader, MAX_TERMINATE_FPDU_LEN,
+};
+use netdirect_wire::handshake::{accept, is_rtr, AcceptConfig, Responder, Rtr};
+use netdirect_wire::rdmap::{Opcode, ReadRequest, TermError, Terminate};
+use netdirect_wire::sequence::TxMsn;
+
+/// Bytes of the Write and of the Read.
+const LEN: usize = 64;
+/// Where the ND side's Write comes from, its Read goes to, its Send comes from and its Receive
+/// goes to.
+const SRC: Range<usize> = 0..LEN;
+const SINK: Range<usize> = 1024..1024 + LEN;
+const SEND: Range<usize> = 2048..2052;
+const RECV: Range<usize> = 4096..4096 + LEN;
+/// The responder's memory as the ND side names it: the STag (host order, as on the wire) and
+/// the address. The responder has no memory; it only checks that the request names these.
+const STAG: u32 = 0x0ABC_DE01;
+const TO: u64 = 0x7F00_1234_0000;
+/// Pattern seeds: the Write's bytes, the Read's bytes.
+const WRITE_SEED: u64 = 0x5752;
+const READ_SEED: u64 = 0x5244;
+/// What the sink holds before the Read: a failed Read must leave it so.
+const GUARD: u8 = 0xEE;
+
+/// The ND side's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Write,
+    Read,
+    /// Nothing: the responder speaks first.
+    None,
+}
+
+/// How the responder answers the ND side's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Correctly: the Write is taken, the Read answered with `fast_pattern(READ_SEED, LEN)`.
+    Serve,
+    /// With a Terminate naming the request, with the header fields RFC 5040 §4.8 Figure 10
+    /// asks for.
+    Terminate(TermError),
+    /// With a Terminate that names nothing: Layer/EType/Code only (the form Figure 10 gives
+    /// LLP and local catastrophic errors, and a receiver that cannot parse a header uses).
+    Bare(TermError),
+    /// With a Read Response whose STag is XORed with `stag`, whose TO is moved by `to`, and
+    /// which carries `len` bytes (L set).
+    Response { stag: u32, to: u64, len: usize },
+    /// With a Read Response for no Read, right after the RTR.
+    Unasked,
+}
+
+struct Case {
+    name: &'static str,
+    op: Op,
+    answer: Answer,
+    /// The ND request's completion status.
+    status: Status,
+    /// The Terminate the ND side must send back (it refused what came).
+    refusal: Option<TermError>,
+}
+
+fn cases() -> Vec<Case> {
+    use TermError::*;
+    let forged = |name, stag, to, len, refusal| Case {
+        name,
+        op: Op::Read,
+        answer: Answer::Response { stag, to, len },
+        status: Status::REMOTE_ERROR,
+        refusal: Some(refusal),
+    };
+    let refused = |name, op, err, status| Case {
+        name,
+        op,
+        answer: Answer::Terminate(err),
+        status,
+        refusal: None,
+    };
+    let bare = |name, op, err, status| Case {
+        answer: Answer::Bare(err),
+        ..refused(name, op, err, status)
+    };
+    vec![
+        Case {
+            name: "control-write",
+            op: Op::Write,
+            answer: Answer::Serve,
+            status: Status::SUCCESS,
+            refusal: None,
+        },
+        Case {
+            name: "control-read",
+            op: Op::Read,
+            answer: Answer::Serve,
+            status: Status::SUCCESS,
+            refusal: None,
+        },
+        // siw's answer to more Read Requests than its IRD (iwarp-wire.md §4.4).
+        refused(
+            "read-refused-stream-catastrophic",
+            Op::Read,
+            RdmapStreamCatastrophic,
+            Status::REMOTE_ERROR,
+        ),
+        // The RFC's answer to the same: QN 1 has no buffer.
+        refused(
+            "read-refused-no-buffer",
+            Op::Read,
+            DdpUntaggedNoBuffer,
+            Status::REMOTE_ERROR,
+        ),
+        refused(
+            "read-refused-base-bounds",
+            Op::Read,
+            RdmapBaseBounds,
+            Status::ACCESS_VIOLATION,
+        ),
+        refused(
+            "write-refused-unexpected-opcode",
+            Op::Write,
+            RdmapUnexpectedOpcode,
+            Status::REMOTE_ERROR,
+        ),
+        refused(
+            "write-refused-base-bounds",
+            Op::Write,
+            DdpTaggedBaseBounds,
+            Status::ACCESS_VIOLATION,
+        ),
+        // No DDP header (RFC 5040 §4.8 Figure 10): an error the peer found in our stream
+        // fails the oldest request on the wire; the peer's own failure fails nothing of ours.
+        bare(
+            "write-refused-crc",
+            Op::Write,
+            LlpCrcError,
+            Status::REMOTE_ERROR,
+        ),
+        bare(
+            "read-refused-invalid-version",
+            Op::Read,
+            RdmapInvalidVersion,
+            Status::REMOTE_ERROR,
+        ),
+        bare(
+            "read-refused-peer-catastrophic",
+            Op::Read,
+            RdmapLocalCatastrophic(0xFF),
+            Status::CANCELED,
+        ),
+        forged("response-foreign-stag", 0x100, 0, LEN, DdpTaggedInvalidStag),
+        forged("response-wrong-offset", 0, 8, LEN - 8, DdpTaggedBaseBounds),
+        forged("response-overlong", 0, 0, LEN + 8, DdpTaggedBaseBounds),
+        forged("response-short", 0, 0, LEN - 8, DdpTaggedBaseBounds),
+        Case {
+            name: "response-unasked",
+            op: Op::None,
+            answer: Answer::Unasked,
+            status: Status::CANCELED,
+            refusal: Some(DdpTaggedInvalidStag),
+        },
+    ]
+}
+
+fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {
+    r.map_err(|e| Failure(format!("{what}: {e}")))
+}
+
+/// The responder's end of the stream, after the MPA exchange.
+struct Raw {
+    s: TcpStream,
+    crc: bool,
+    d: Deframer,
+    buf: Vec<u8>,
+    at: usize,
+    len: usize,
+    /// Our Sends' message numbers.
+    tx: TxMsn,
+}
+
+impl Raw {
+    /// Take one connection on `l` and accept its MPA Request, with the probe; then take the
+    /// RTR.
+    fn accept(l: &TcpListener) -> Check<Self> {
+        let (mut s, _) = io(l.accept(), "accept")?;
+        io(s.set_read_timeout(Some(WAIT)), "set_read_timeout")?;
+        io(s.set_nodelay(true), "set_nodelay")?;
+        let mut r = Responder::new();
+        let mut buf = Vec::new();
+        let req = loop {
+            let mut chunk = [0u8; 1024];
+            let n = io(s.read(&mut chunk), "read MPA Request")?;
+            ensure!(n > 0, "the ND side closed before its MPA Request");
+            buf.extend_from_slice(&chunk[..n]);
+            match r.handle_request(&buf) {
+                Ok(None) => continue,
+                Ok(Some((req, used))) => {
+                    ensure_eq!(used, buf.len(), "bytes after the MPA Request");
+                    break req;
+                }
+                Err(e) => return Err(Failure(format!("bad MPA Request: {e}"))),
+            }
+        };
+        ensure!(
+            req.probe,
+            "the ND initiator did not offer the Write completion probe"
+        );
+        let cfg = AcceptConfig {
+            crc: true,
+            ird: 4,
+            ord: 4,
+            private_data: Vec::new(),
+            probe: true,
+        };
+        let (reply, neg) = accept(&req, &cfg);
+        io(s.write_all(&reply), "send MPA Reply")?;
+        let mut raw = Self {
+            s,
+            crc: neg.crc,
+            d: Deframer::new(neg.crc, 65535),
+            buf: vec![0; 64 * 1024],
+            at: 0,
+            len: 0,
+            tx: TxMsn::new(),
+        };
+        let rtr = neg.rtr.ok_or_else(|| Failure("no RTR agreed".into()))?;
+        let (h, _) = raw
+            .segment()?
+            .ok_or_else(|| Failure("the ND side closed before its RTR".into()))?;
+        ensure!(is_rtr(rtr, &h), "the first FPDU is not the RTR: {h:?}");
+        if rtr == Rtr::Read {
+            raw.answer_read(&h, &[])?;
+        }
+        Ok(raw)
+    }
+
+    /// The next whole segment the ND side sent (header and payload), or `None` once it closed
+    /// the stream between two FPDUs.
+    fn segment(&mut self) -> Check<Option<(SegmentHeader, Vec<u8>)>> {
+        let mut cur: Option<(SegmentHeader, Vec<u8>)> = None;
+        loop {
+            if self.at == self.len {
+                let n = match self.s.read(&mut self.buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == ErrorKind::ConnectionReset => 0,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Failure(format!("reading the ND side: {e}"))),
+                };
+                if n == 0 {
+                    ensure!(
+                        cur.is_none() && self.d.at_boundary(),
+                        "the ND side's stream ended inside an FPDU"
+                    );
+                    return Ok(None);
+                }
+                (self.at, self.len) = (0, n);
+            }
+            let (ev, used) = self
+                .d
+                .next(&self.buf[self.at..self.len])
+                .map_err(|e| Failure(format!("the ND side sent a bad FPDU: {e}")))?;
+            let end = match ev {
+                Some(Event::Header(h)) => {
+                    cur = Some((h, Vec::new()));
+                    false
+                }
+                Some(Event::Payload(p)) => {
+                    cur.as_mut()
+                        .ok_or_else(|| Failure("payload before a header".into()))?
+                        .1
+                        .extend_from_slice(p);
+                    false
+                }
+                Some(Event::End) => true,
+                None => false,
+            };
+            self.at += used;
+            if end {
+                return Ok(cur);
+            }
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8], what: &str) -> Check {
+        io(self.s.write_all(bytes), what)
+    }
+
+    /// Answer the Read Request `h` with one Read Response segment carrying `data`.
+    fn answer_read(&mut self, h: &SegmentHeader, data: &[u8]) -> Check {
+        let rr = h
+            .read_request
+            .ok_or_else(|| Failure("a Read Request without its header".into()))?;
+        let ddp = DdpHeader::read_response(rr.sink_stag, rr.sink_to, true);
+        let f = encode_fpdu(&ddp, &[], data, self.crc);
+        self.send(&f, "send a Read Response")
+    }
+
+    fn terminate(&mut self, t: &Terminate) -> Check {
+        let mut out = [0u8; MAX_TERMINATE_FPDU_LEN];
+        let n = encode_terminate_fpdu(t, self.crc, &mut out);
+        self.send(&out[..n], "send the Terminate")
+    }
+
+    /// The ND side's Terminate, if it sends one, and that nothing follows it; every other
+    /// segment until the stream ends is ignored (what the ND side had already sent).
+    fn drain(&mut self) -> Check<Option<Terminate>> {
+        let mut term = None;
+        while let Some((h, _)) = self.segment()? {
+            ensure!(
+                term.is_none(),
+                "the ND side sent {:?} after its Terminate",
+                h.ddp.opcode()
+            );
+            if h.ddp.opcode() == Opcode::Terminate {
+                term = h.terminate;
+            }
+        }
+        Ok(term)
+    }
+}
+
+/// The responder's side of one case: what it saw checked, and the Terminate the ND side sent
+/// back, if any.
+fn respond(l: &TcpListener, case: &Case) -> Check<Option<Terminate>> {
+    let mut raw = Raw::accept(l)?;
+    if case.answer == Answer::Unasked {
+        let ddp = DdpHeader::read_response(0x4242_4201, 0, true);
+        let f = encode_fpdu(&ddp, &[], &[0xAB; 8], raw.crc);
+        raw.send(&f, "send the unasked Read Response")?;
+        return raw.drain();
+    }
+    let mut written = Vec::new();
+    loop {
+        let Some((h, payload)) = raw.segment()? else {
+            return Ok(None);
+        };
+        match h.ddp {
+            DdpHeader::Tagged(t) if t.opcode == Opcode::Write => {
+                ensure_eq!(t.stag, STAG, "the Write's STag (the token, in host order)");
+                ensure_eq!(
+                    t.to,
+                    TO + written.len() as u64,
+                    "the Write segment's tagged offset"
+                );
+                written.extend_from_slice(&payload);
+                if !t.last {
+                    continue;
+                }
+                expect_bytes(
+                    &written,
+                    &fast_pattern(WRITE_SEED, LEN),
+                    "the Write's bytes",
+                )?;
+                match case.answer {
+                    Answer::Terminate(e) => raw.terminate(&h.terminate_for(e))?,
+                    Answer::Bare(e) => raw.terminate(&Terminate::new(e))?,
+                    _ => continue,
+                }
+                ensure_eq!(case.op, Op::Write, "the request refused");
+                return raw.drain();
+            }
+            DdpHeader::Untagged(u) if u.opcode == Opcode::ReadRequest => {
+                ensure_eq!(u.qn, QN_READ_REQUEST, "the Read Request's queue");
+                let rr: ReadRequest = h
+                    .read_request
+                    .ok_or_else(|| Failure("a Read Request without its header".into()))?;
+                if rr.size == 0 {
+                    // The Write completion probe: answered once what came before is placed.
+                    raw.answer_read(&h, &[])?;
+                    continue;
+                }
+                ensure_eq!(
+                    (rr.src_stag, rr.src_to, rr.size as usize),
+                    (STAG, TO, LEN),
+                    "the Read Request's source and size"
+                );
+                match case.answer {
+                    Answer::Serve => raw.answer_read(&h, &fast_pattern(READ_SEED, LEN))?,
+                    Answer::Terminate(e) => {
+                        raw.terminate(&h.terminate_for(e))?;
+                        return raw.drain();
+                    }
+                    Answer::Bare(e) => {
+                        raw.terminate(&Terminate::new(e))?;
+                        return raw.drain();
+                    }
+                    Answer::Response { stag, to, len } => {
+                        let ddp = DdpHeader::read_response(
+                            rr.sink_stag ^ stag,
+                            rr.sink_to.wrapping_add(to),
+                            true,
+                        );
+                        let f = encode_fpdu(&ddp, &[], &vec![0xAB; len], raw.crc);
+                        raw.send(&f, "send the forged Read Response")?;
+                        let t = raw.drain()?;
+                        if let Some(t) = &t {
+                            // It names the forged segment: its STag.
+                            let named = t
+                                .ddp_header
+                                .ok_or_else(|| Failure("the Terminate names no segment".into()))?
+                                .decode()
+                                .map_err(|e| Failure(format!("its DDP header: {e}")))?;
+                            ensure!(
+                                matches!(named, DdpHeader::Tagged(n)
+                                    if n.opcode == Opcode::ReadResponse
+                                        && n.stag == rr.sink_stag ^ stag),
+                                "the Terminate names {named:?}, not the forged Read Response"
+                            );
+                        }
+                        return Ok(t);
+                    }
+                    Answer::Unasked => unreachable!("answered above"),
+                }
+            }
+            DdpHeader::Untagged(u) if u.opcode == Opcode::Send => {
+                ensure_eq!(u.qn, QN_SEND, "the Send's queue");
+                expect_bytes(&payload, b"sent", "the Send's bytes")?;
+                // Everything came: answer into the ND side's Receive, then wait for its close.
+                let ddp = DdpHeader::send(Opcode::Send, raw.tx.next(QN_SEND), 0, true, 0);
+                let f = encode_fpdu(&ddp, &[], b"done", raw.crc);
+                raw.send(&f, "send done")?;
+                return raw.drain();
+            }
+            other => return Err(Failure(format!("unexpected {other:?} from the ND side"))),
+        }
+    }
+}
+
+/// The ND side's part of one case.
+fn initiate(side: &Side, ip: IpAddr, dest: SocketAddr, case: &Case) -> Check {
+    let what = case.name;
+    // SAFETY: nothing is posted yet.
+    unsafe {
+        side.write(&[SRC], &fast_pattern(WRITE_SEED, LEN));
+        side.write(&[SINK], &[GUARD; LEN]);
+        side.write(&[SEND], b"sent");
+    }
+    side.recv(1, &[RECV]).ctx("post Receive")?;
+    let cov = side.connect(SocketAddr::new(ip, 0), dest, 4, 4, &[])?;
+    wait_ok(&cov, &format!("{what}: Connect"))?;
+    let cc = side.connector.complete_connect().ctx("CompleteConnect")?;
+    wait_ok(&cc, &format!("{what}: CompleteConnect"))?;
+    let token = STAG.to_be();
+    let ty = match case.op {
+        Op::Write => {
+            side.rdma_write(2, &[SRC], TO, token, OpFlags::empty())
+                .ctx("post Write")?;
+            Some(RequestType::Write)
+        }
+        Op::Read => {
+            side.rdma_read(2, &[SINK], TO, token, OpFlags::empty())
+                .ctx("post Read")?;
+            Some(RequestType::Read)
+        }
+        Op::None => None,
+    };
+    let ok = case.status == Status::SUCCESS;
+    if let Some(ty) = ty {
+        // A Send behind it: flushed when the request before it failed.
+        side.send(3, &[SEND], OpFlags::empty()).ctx("post Send")?;
+        let mut op = Expect::initiator(ty, case.status, 2, side.qp_context);
+        let mut send = Expect::send(Status::CANCELED, 3, side.qp_context);
+        if ok {
+            op = op.with_bytes(LEN as u32);
+            send = Expect::send(Status::SUCCESS, 3, side.qp_context).with_bytes(4);
+        }
+        let got = next_results(&side.scq, 2, &format!("{what}: the requests"))?;
+        expect_results(&got, &[op, send], &format!("{what}: the requests"))?;
+    }
+    let want = if ok {
+        Expect::recv(Status::SUCCESS, 1, side.qp_context, Some(4))
+    } else {
+        Expect::recv(Status::CANCELED, 1, side.qp_context, None)
+    };
+    let got = next_results(&side.rcq, 1, &format!("{what}: the Receive"))?;
+    expect_results(&got, &[want], &format!("{what}: the Receive"))?;
+    // SAFETY: every request has completed.
+    let (sink, recv) = unsafe { (side.read(&[SINK], LEN), side.read(&[RECV], 4)) };
+    if ok {
+        if case.op == Op::Read {
+            expect_bytes(
+                &sink,
+                &fast_pattern(READ_SEED, LEN),
+                &format!("{what}: the sink"),
+            )?;
+        }
+        expect_bytes(&recv, b"done", &format!("{what}: the Receive's bytes"))?;
+    } else {
+        // Not a byte of a refused or forged response was placed.
+        expect_bytes(&sink, &[GUARD; LEN], &format!("{what}: the sink"))?;
+    }
+    if case.op == Op::None {
+        // The queue pair is in the error state: a Send posted now is flushed.
+        side.send(3, &[SEND], OpFlags::empty()).ctx("post Send")?;
+        let got = next_results(&side.scq, 1, &format!("{what}: a Send after the error"))?;
+        expect_results(
+            &got,
+            &[Expect::send(Status::CANCELED, 3, side.qp_context)],
+            &format!("{what}: a Send after the error"),
+        )?;
+    }
+    // Our end closes; the responder reads until it does.
+    if let Ok(d) = side.connector.disconnect() {
+        let _ = d.wait();
+    }
+    Ok(())
+}
+
+fn run(p: &Provider, ip: IpAddr) -> Check {
+    let adapter = p
+        .open_adapter_for(SocketAddr::new(ip, 0))
+        .ctx("open adapter")?;
+    for case in cases() {
+        let what = case.name;
+        let side = Side::on(
+            &adapter,
+            SideConfig {
+                buf_len: 8192,
+                ..SideConfig::default()
+            },
+        )?;
+        let l = io(TcpListener::bind((ip, 0)), "bind the responder")?;
+        let dest = io(l.local_addr(), "local_addr")?;
+        let case = &case;
+        let (nd, raw) = std::thread::scope(|sc| {
+            let raw = sc.spawn(move || respond(&l, case));
+            let nd = initiate(&side, ip, dest, case);
+            if nd.is_err() {
+                // Let the responder's reads end.
+                drop(side);
+            }
+            let raw = raw
+                .join()
+                .unwrap_or_else(|_| Err(Failure("the responder panicked".into())));
+            (nd, raw)
+        });
+        nd.map_err(|e| Failure(format!("{what}: ND side: {e}")))?;
+        let term = raw.map_err(|e| Failure(format!("{what}: responder: {e}")))?;
+        match (case.refusal, term) {
+            (None, None) => {}
+            (Some(want), Some(t)) => ensure_eq!(
+                t.error,
+                want,
+                "{what}: the ND side's Terminate (layer/type/code)"
+            ),
+            (want, got) => {
+                return Err(Failure(format!(
+                    "{what}: the ND side's Terminate: expected {want:?}, got {got:?}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_misbehaving_responder() {
+    harness::each_provider(Needs::IwarpWire, "forged-responder", |p, fam| {
+        run(p, fam.ip())
+    });
+}
