@@ -292,9 +292,15 @@ mod tests {
     /// Sizes no allocator gives are an error, not a panic; ranges outside a buffer are `None`.
     #[test]
     fn impossible_sizes_and_ranges_are_refused() {
+        // No layout describes these.
         for len in [usize::MAX, usize::MAX - 10, isize::MAX as usize + 1] {
-            assert!(Buffer::new(len).is_err(), "Buffer::new({len})");
+            let e = Buffer::new(len).err().map(|e| e.status());
+            assert_eq!(e, Some(Status::INVALID_PARAMETER), "Buffer::new({len})");
         }
+        // A valid layout that no memory backs (8 EiB): neither memfd nor the heap has it.
+        let len = isize::MAX as usize - 4095;
+        let e = Buffer::new(len).err().map(|e| e.status());
+        assert_eq!(e, Some(Status::NO_MEMORY), "Buffer::new({len})");
         let b = Buffer::new(100).expect("buffer");
         assert!(b.try_sge(0..100, 7).is_some());
         assert!(b.try_sge(0..101, 7).is_none());
