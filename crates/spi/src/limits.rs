@@ -55,3 +55,62 @@ pub fn queue_pair(info: &AdapterInfo, cfg: &QueuePairConfig) -> Result<()> {
     check(cfg.max_initiator_request_sge <= i.max_initiator_sge, 8)?;
     check(cfg.inline_data_size <= i.max_inline_data_size, 9)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> AdapterInfo {
+        AdapterInfo {
+            max_completion_queue_depth: 64,
+            max_shared_receive_queue_depth: 32,
+            max_receive_sge: 4,
+            ..AdapterInfo::default()
+        }
+    }
+
+    fn status(r: Result<()>) -> Option<Status> {
+        r.err().map(|e| e.status())
+    }
+
+    #[test]
+    fn completion_queue_depth_is_parameter_3_and_the_maximum_is_allowed() {
+        let i = info();
+        assert_eq!(status(completion_queue(&i, 1)), None);
+        assert_eq!(status(completion_queue(&i, 64)), None, "D3: the maximum");
+        for bad in [0, 65, u32::MAX] {
+            assert_eq!(
+                status(completion_queue(&i, bad)),
+                Some(Status::INVALID_PARAMETER_3),
+                "depth {bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn shared_receive_queues_need_the_capability_then_fit_the_limits() {
+        let i = info();
+        assert_eq!(status(shared_receive_queue(&i, 32, 4)), None);
+        assert_eq!(
+            status(shared_receive_queue(&i, 0, 1)),
+            Some(Status::INVALID_PARAMETER_3)
+        );
+        assert_eq!(
+            status(shared_receive_queue(&i, 33, 1)),
+            Some(Status::INVALID_PARAMETER_3)
+        );
+        assert_eq!(
+            status(shared_receive_queue(&i, 1, 5)),
+            Some(Status::INVALID_PARAMETER_4)
+        );
+        // An adapter without SRQs refuses every one, before looking at the arguments.
+        let none = AdapterInfo {
+            max_shared_receive_queue_depth: 0,
+            ..i
+        };
+        assert_eq!(
+            status(shared_receive_queue(&none, 0, 99)),
+            Some(Status::NOT_SUPPORTED)
+        );
+    }
+}
