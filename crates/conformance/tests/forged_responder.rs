@@ -358,10 +358,11 @@ impl Raw {
 fn respond(l: &TcpListener, case: &Case) -> Check<Option<Terminate>> {
     let mut raw = Raw::accept(l)?;
     if case.answer == Answer::Unasked {
-        let ddp = DdpHeader::read_response(0x4242_4201, 0, true);
+        let stag = 0x4242_4201;
+        let ddp = DdpHeader::read_response(stag, 0, true);
         let f = encode_fpdu(&ddp, &[], &[0xAB; 8], raw.crc);
         raw.send(&f, "send the unasked Read Response")?;
-        return raw.drain();
+        return names_response(raw.drain()?, stag);
     }
     let mut written = Vec::new();
     loop {
@@ -426,22 +427,7 @@ fn respond(l: &TcpListener, case: &Case) -> Check<Option<Terminate>> {
                         );
                         let f = encode_fpdu(&ddp, &[], &vec![0xAB; len], raw.crc);
                         raw.send(&f, "send the forged Read Response")?;
-                        let t = raw.drain()?;
-                        if let Some(t) = &t {
-                            // It names the forged segment: its STag.
-                            let named = t
-                                .ddp_header
-                                .ok_or_else(|| Failure("the Terminate names no segment".into()))?
-                                .decode()
-                                .map_err(|e| Failure(format!("its DDP header: {e}")))?;
-                            ensure!(
-                                matches!(named, DdpHeader::Tagged(n)
-                                    if n.opcode == Opcode::ReadResponse
-                                        && n.stag == rr.sink_stag ^ stag),
-                                "the Terminate names {named:?}, not the forged Read Response"
-                            );
-                        }
-                        return Ok(t);
+                        return names_response(raw.drain()?, rr.sink_stag ^ stag);
                     }
                     Answer::Unasked => unreachable!("answered above"),
                 }
@@ -458,6 +444,24 @@ fn respond(l: &TcpListener, case: &Case) -> Check<Option<Terminate>> {
             other => return Err(Failure(format!("unexpected {other:?} from the ND side"))),
         }
     }
+}
+
+/// `term`, if there is one, names the refused Read Response (a DDP error: its DDP header,
+/// RFC 5040 §4.8 Figure 10), which carried `stag`.
+fn names_response(term: Option<Terminate>, stag: u32) -> Check<Option<Terminate>> {
+    if let Some(t) = &term {
+        let named = t
+            .ddp_header
+            .ok_or_else(|| Failure("the Terminate names no segment".into()))?
+            .decode()
+            .map_err(|e| Failure(format!("its DDP header: {e}")))?;
+        ensure!(
+            matches!(named, DdpHeader::Tagged(n)
+                if n.opcode == Opcode::ReadResponse && n.stag == stag),
+            "the Terminate names {named:?}, not the refused Read Response"
+        );
+    }
+    Ok(term)
 }
 
 /// The ND side's part of one case.
@@ -560,8 +564,10 @@ fn run(p: &Provider, ip: IpAddr) -> Check {
             let raw = sc.spawn(move || respond(&l, case));
             let nd = initiate(&side, ip, dest, case);
             if nd.is_err() {
-                // Let the responder's reads end.
+                // Let the responder's accept and reads end: our side goes, and a connection
+                // that closes at once takes its accept if the ND side never connected.
                 drop(side);
+                let _ = TcpStream::connect(dest);
             }
             let raw = raw
                 .join()
