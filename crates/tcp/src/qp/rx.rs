@@ -660,8 +660,8 @@ impl TcpQp {
     /// A Terminate that names no segment (LLP errors such as a CRC error, and the other
     /// errors RFC 5040 §4.8 Figure 10 sends without the DDP header) still reports an error
     /// the peer found in what we sent: the oldest request on the wire completes
-    /// `ND_REMOTE_ERROR` (iwarp-wire.md §4.4: a CRC mismatch gives the requester
-    /// ND_REMOTE_ERROR), as the first outstanding work request fails on a verbs queue pair
+    /// `ND_REMOTE_ERROR` (iwarp-wire.md §4.4 proposes ND_REMOTE_ERROR for the requester of a
+    /// CRC mismatch), as the first outstanding work request fails on a verbs queue pair
     /// whose peer reported an error, and the rest are flushed. A peer that failed by itself
     /// (a local catastrophic error, its connection lost) names nothing of ours: everything is
     /// flushed `ND_CANCELED`, as when it disconnects.
