@@ -73,15 +73,23 @@ pub fn show(s: Status) -> String {
     format!("{s:?} ({:#010X})", s.as_u32())
 }
 
-/// Attach context to an ND error.
+/// Attach context to an ND or I/O error.
 pub trait Context<T> {
-    /// Turn an ND error into a [`Failure`] that says what was being done.
+    /// Turn the error into a [`Failure`] that says what was being done.
     fn ctx(self, what: &str) -> Check<T>;
 }
 
 impl<T> Context<T> for netdirect::Result<T> {
     fn ctx(self, what: &str) -> Check<T> {
         self.map_err(|e| Failure(format!("{what}: unexpected {}", show(e.status()))))
+    }
+}
+
+/// The raw-socket peers of the wire tests (`forged.rs`, `bad_input.rs`, ...) report their own
+/// I/O errors the same way.
+impl<T> Context<T> for std::io::Result<T> {
+    fn ctx(self, what: &str) -> Check<T> {
+        self.map_err(|e| Failure(format!("{what}: {e}")))
     }
 }
 

@@ -41,15 +41,11 @@ enum Case {
     TruncatedThenClose,
 }
 
-fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {
-    r.map_err(|e| Failure(format!("{what}: {e}")))
-}
-
 fn connect_raw(addr: SocketAddr) -> Check<TcpStream> {
-    let s = io(TcpStream::connect(addr), "raw connect")?;
-    io(s.set_read_timeout(Some(WAIT)), "set_read_timeout")?;
-    io(s.set_write_timeout(Some(WAIT)), "set_write_timeout")?;
-    io(s.set_nodelay(true), "set_nodelay")?;
+    let s = TcpStream::connect(addr).ctx("raw connect")?;
+    s.set_read_timeout(Some(WAIT)).ctx("set_read_timeout")?;
+    s.set_write_timeout(Some(WAIT)).ctx("set_write_timeout")?;
+    s.set_nodelay(true).ctx("set_nodelay")?;
     Ok(s)
 }
 
@@ -63,11 +59,11 @@ fn handshake(s: &mut TcpStream, private_data: &[u8]) -> Check<InitiatorOutcome> 
         private_data: private_data.to_vec(),
         probe: false,
     });
-    io(s.write_all(&init.request()), "send MPA Request")?;
+    s.write_all(&init.request()).ctx("send MPA Request")?;
     let mut buf = Vec::new();
     loop {
         let mut chunk = [0u8; 1024];
-        let n = io(s.read(&mut chunk), "read MPA Reply")?;
+        let n = s.read(&mut chunk).ctx("read MPA Reply")?;
         ensure!(n > 0, "the server closed before its MPA Reply");
         buf.extend_from_slice(&chunk[..n]);
         match init.handle_reply(&buf) {
@@ -133,10 +129,10 @@ fn raw_client(addr: SocketAddr, case: Case) -> Check {
         }
         Case::TruncatedThenClose => bytes.extend_from_slice(&send[..send.len() / 2]),
     }
-    io(s.write_all(&bytes), "send RTR and the case's bytes")?;
+    s.write_all(&bytes).ctx("send RTR and the case's bytes")?;
     if matches!(case, Case::ValidSend | Case::TruncatedThenClose) {
         // We end the connection; the server closes its side in turn.
-        io(s.shutdown(std::net::Shutdown::Write), "shutdown")?;
+        s.shutdown(std::net::Shutdown::Write).ctx("shutdown")?;
     }
     read_to_close(&mut s, "after the case's bytes")
 }
@@ -240,7 +236,7 @@ fn run_bad_key(p: &Provider, ip: IpAddr) -> Check {
             })
             .request();
             req[..4].copy_from_slice(b"XPA ");
-            io(bad.write_all(&req), "send a Request with a wrong key")?;
+            bad.write_all(&req).ctx("send a Request with a wrong key")?;
             read_to_close(&mut bad, "after a wrong MPA key")?;
             let mut good = connect_raw(addr)?;
             match handshake(&mut good, b"good")? {

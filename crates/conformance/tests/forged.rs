@@ -395,16 +395,12 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {
-    r.map_err(|e| Failure(format!("{what}: {e}")))
-}
-
 /// Connect and do the MPA exchange (no Write completion probe: a plain iWARP peer); the stream
 /// and what was agreed. No RTR is sent yet.
 fn raw_handshake(addr: SocketAddr) -> Check<(TcpStream, Negotiated)> {
-    let mut s = io(TcpStream::connect(addr), "raw connect")?;
-    io(s.set_read_timeout(Some(WAIT)), "set_read_timeout")?;
-    io(s.set_nodelay(true), "set_nodelay")?;
+    let mut s = TcpStream::connect(addr).ctx("raw connect")?;
+    s.set_read_timeout(Some(WAIT)).ctx("set_read_timeout")?;
+    s.set_nodelay(true).ctx("set_nodelay")?;
     let mut init = Initiator::new(InitiatorConfig {
         crc: true,
         ird: 4,
@@ -413,11 +409,11 @@ fn raw_handshake(addr: SocketAddr) -> Check<(TcpStream, Negotiated)> {
         private_data: b"forger".to_vec(),
         probe: false,
     });
-    io(s.write_all(&init.request()), "send MPA Request")?;
+    s.write_all(&init.request()).ctx("send MPA Request")?;
     let mut buf = Vec::new();
     let neg = loop {
         let mut chunk = [0u8; 1024];
-        let n = io(s.read(&mut chunk), "read MPA Reply")?;
+        let n = s.read(&mut chunk).ctx("read MPA Reply")?;
         ensure!(n > 0, "the server closed before its MPA Reply");
         buf.extend_from_slice(&chunk[..n]);
         match init.handle_reply(&buf) {
@@ -447,7 +443,8 @@ fn raw_connect(addr: SocketAddr) -> Check<(TcpStream, TxMsn, bool)> {
     let (mut s, neg) = raw_handshake(addr)?;
     let rtr = neg.rtr.ok_or_else(|| Failure("no RTR agreed".into()))?;
     let mut tx = TxMsn::new();
-    io(s.write_all(&rtr_fpdu(rtr, &mut tx, neg.crc)), "send RTR")?;
+    s.write_all(&rtr_fpdu(rtr, &mut tx, neg.crc))
+        .ctx("send RTR")?;
     Ok((s, tx, neg.crc))
 }
 
@@ -549,7 +546,7 @@ fn raw_case(addr: SocketAddr, case: &Case, t: &Tokens) -> Check {
     let (mut s, mut tx, crc) = raw_connect(addr)?;
     let msgs = (case.msgs)(t);
     let (bytes, firsts) = forge(&msgs, &mut tx, crc);
-    io(s.write_all(&bytes), "send the forged messages")?;
+    s.write_all(&bytes).ctx("send the forged messages")?;
     if case.outcome == Outcome::Accepted {
         // Tell the server we are done: a Send for its Receive, then FIN.
         let send = encode_fpdu(
@@ -558,8 +555,8 @@ fn raw_case(addr: SocketAddr, case: &Case, t: &Tokens) -> Check {
             b"done",
             crc,
         );
-        io(s.write_all(&send), "send done")?;
-        io(s.shutdown(std::net::Shutdown::Write), "shutdown")?;
+        s.write_all(&send).ctx("send done")?;
+        s.shutdown(std::net::Shutdown::Write).ctx("shutdown")?;
     }
     let (responses, term) = read_back(&mut s, crc)?;
     match case.outcome {
@@ -810,10 +807,10 @@ fn a_terminate_instead_of_the_rtr_refuses_the_accept() {
             let mut body = [0u8; TERMINATE_MAX_LEN];
             let n = Terminate::new(TermError::LlpNoMatchingRtr).encode(&mut body);
             let t = encode_fpdu(&DdpHeader::terminate(), &body[..n], &[], neg.crc);
-            io(s.write_all(&t), "send the Terminate")?;
+            s.write_all(&t).ctx("send the Terminate")?;
             // Until the server closes.
             let mut sink = [0u8; 256];
-            while io(s.read(&mut sink), "read to the end")? > 0 {}
+            while s.read(&mut sink).ctx("read to the end")? > 0 {}
             Ok(())
         });
         wait_ok(&gcr, "GetConnectionRequest")?;

@@ -196,10 +196,6 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {
-    r.map_err(|e| Failure(format!("{what}: {e}")))
-}
-
 /// The responder's end of the stream, after the MPA exchange.
 struct Raw {
     s: TcpStream,
@@ -216,14 +212,14 @@ impl Raw {
     /// Take one connection on `l` and accept its MPA Request, with the probe; then take the
     /// RTR.
     fn accept(l: &TcpListener) -> Check<Self> {
-        let (mut s, _) = io(l.accept(), "accept")?;
-        io(s.set_read_timeout(Some(WAIT)), "set_read_timeout")?;
-        io(s.set_nodelay(true), "set_nodelay")?;
+        let (mut s, _) = l.accept().ctx("accept")?;
+        s.set_read_timeout(Some(WAIT)).ctx("set_read_timeout")?;
+        s.set_nodelay(true).ctx("set_nodelay")?;
         let mut r = Responder::new();
         let mut buf = Vec::new();
         let req = loop {
             let mut chunk = [0u8; 1024];
-            let n = io(s.read(&mut chunk), "read MPA Request")?;
+            let n = s.read(&mut chunk).ctx("read MPA Request")?;
             ensure!(n > 0, "the ND side closed before its MPA Request");
             buf.extend_from_slice(&chunk[..n]);
             match r.handle_request(&buf) {
@@ -247,7 +243,7 @@ impl Raw {
             probe: true,
         };
         let (reply, neg) = accept(&req, &cfg);
-        io(s.write_all(&reply), "send MPA Reply")?;
+        s.write_all(&reply).ctx("send MPA Reply")?;
         let mut raw = Self {
             s,
             crc: neg.crc,
@@ -316,7 +312,7 @@ impl Raw {
     }
 
     fn send(&mut self, bytes: &[u8], what: &str) -> Check {
-        io(self.s.write_all(bytes), what)
+        self.s.write_all(bytes).ctx(what)
     }
 
     /// Answer the Read Request `h` with one Read Response segment carrying `data`.
@@ -497,10 +493,15 @@ fn initiate(side: &Side, ip: IpAddr, dest: SocketAddr, case: &Case) -> Check {
         // A Send behind it: flushed when the request before it failed.
         side.send(3, &[SEND], OpFlags::empty()).ctx("post Send")?;
         let mut op = Expect::initiator(ty, case.status, 2, side.qp_context);
-        let mut send = Expect::send(Status::CANCELED, 3, side.qp_context);
+        let sent = if ok {
+            Status::SUCCESS
+        } else {
+            Status::CANCELED
+        };
+        let mut send = Expect::send(sent, 3, side.qp_context);
         if ok {
             op = op.with_bytes(LEN as u32);
-            send = Expect::send(Status::SUCCESS, 3, side.qp_context).with_bytes(4);
+            send = send.with_bytes(4);
         }
         let got = next_results(&side.scq, 2, &format!("{what}: the requests"))?;
         expect_results(&got, &[op, send], &format!("{what}: the requests"))?;
@@ -557,8 +558,8 @@ fn run(p: &Provider, ip: IpAddr) -> Check {
                 ..SideConfig::default()
             },
         )?;
-        let l = io(TcpListener::bind((ip, 0)), "bind the responder")?;
-        let dest = io(l.local_addr(), "local_addr")?;
+        let l = TcpListener::bind((ip, 0)).ctx("bind the responder")?;
+        let dest = l.local_addr().ctx("local_addr")?;
         let case = &case;
         let (nd, raw) = std::thread::scope(|sc| {
             let raw = sc.spawn(move || respond(&l, case));

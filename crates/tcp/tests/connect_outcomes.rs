@@ -54,10 +54,6 @@ fn run(p: &Provider, fam: Family) -> Check {
     accept_and_exchange(&server, &client, &cov)
 }
 
-fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {
-    r.map_err(|e| netdirect_conformance::check::Failure(format!("{what}: {e}")))
-}
-
 /// A listener that resets the connection before answering (its socket closed with our MPA
 /// Request unread, as when a listening process dies): Connect has no ND_CONNECTION_ABORTED,
 /// and this is a refusal "due to lack of listener" (ND_CONNECTION_REFUSED, which invites a
@@ -65,20 +61,17 @@ fn io<T>(r: std::io::Result<T>, what: &str) -> Check<T> {
 fn reset(p: &Provider, fam: Family) -> Check {
     use std::io::Read;
     let ip = fam.ip();
-    let raw = io(
-        std::net::TcpListener::bind(SocketAddr::new(ip, 0)),
-        "raw listener",
-    )?;
-    let laddr = io(raw.local_addr(), "raw listener address")?;
+    let raw = std::net::TcpListener::bind(SocketAddr::new(ip, 0)).ctx("raw listener")?;
+    let laddr = raw.local_addr().ctx("raw listener address")?;
     let a = p
         .open_adapter_for(SocketAddr::new(ip, 0))
         .ctx("open adapter")?;
     let client = Side::on(&a, SideConfig::default())?;
     let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
-    let (mut s, _) = io(raw.accept(), "accept")?;
+    let (mut s, _) = raw.accept().ctx("accept")?;
     // Read part of the Request, so the rest is unread when the socket closes: a reset.
     let mut first = [0u8; 4];
-    io(s.read_exact(&mut first), "the Request's first bytes")?;
+    s.read_exact(&mut first).ctx("the Request's first bytes")?;
     drop(s);
     netdirect_conformance::check::wait_status(
         &cov,
@@ -97,9 +90,9 @@ fn stalled_request(p: &Provider, fam: Family) -> Check {
     let gcr = listener
         .get_connection_request(&server.connector)
         .ctx("GetConnectionRequest")?;
-    let mut raw = io(std::net::TcpStream::connect(laddr), "raw connect")?;
-    io(raw.write_all(b"MPA ID Req"), "half a Request")?;
-    io(raw.set_nonblocking(true), "nonblocking")?;
+    let mut raw = std::net::TcpStream::connect(laddr).ctx("raw connect")?;
+    raw.write_all(b"MPA ID Req").ctx("half a Request")?;
+    raw.set_nonblocking(true).ctx("nonblocking")?;
     let end = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         ensure!(
@@ -128,23 +121,20 @@ fn stalled_request_event_loop(p: &Provider, fam: Family) -> Check {
     let _gcr = listener
         .get_connection_request(&server.connector)
         .ctx("GetConnectionRequest")?;
-    let ep = io(
-        epoll::create(epoll::CreateFlags::CLOEXEC).map_err(Into::into),
-        "epoll",
-    )?;
-    io(
-        epoll::add(
-            &ep,
-            a.fd(),
-            epoll::EventData::new_u64(0),
-            epoll::EventFlags::IN,
-        )
-        .map_err(Into::into),
-        "watch the adapter",
-    )?;
-    let mut raw = io(std::net::TcpStream::connect(laddr), "raw connect")?;
-    io(raw.write_all(b"MPA ID Req"), "half a Request")?;
-    io(raw.set_nonblocking(true), "nonblocking")?;
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC)
+        .map_err(std::io::Error::from)
+        .ctx("epoll")?;
+    epoll::add(
+        &ep,
+        a.fd(),
+        epoll::EventData::new_u64(0),
+        epoll::EventFlags::IN,
+    )
+    .map_err(std::io::Error::from)
+    .ctx("watch the adapter")?;
+    let mut raw = std::net::TcpStream::connect(laddr).ctx("raw connect")?;
+    raw.write_all(b"MPA ID Req").ctx("half a Request")?;
+    raw.set_nonblocking(true).ctx("nonblocking")?;
     let end = std::time::Instant::now() + Duration::from_secs(20);
     let mut events = [std::mem::MaybeUninit::<epoll::Event>::uninit(); 4];
     loop {
@@ -152,10 +142,9 @@ fn stalled_request_event_loop(p: &Provider, fam: Family) -> Check {
             tv_sec: 1,
             tv_nsec: 0,
         };
-        let (ready, _) = io(
-            epoll::wait(&ep, &mut events[..], Some(&t)).map_err(Into::into),
-            "epoll_wait",
-        )?;
+        let (ready, _) = epoll::wait(&ep, &mut events[..], Some(&t))
+            .map_err(std::io::Error::from)
+            .ctx("epoll_wait")?;
         if !ready.is_empty() {
             a.progress();
         }
