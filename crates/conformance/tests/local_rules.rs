@@ -614,35 +614,86 @@ fn a_connect_to_another_local_address_is_refused_and_retryable() {
     });
 }
 
-/// Accept after the connecting side gave up (cancelled its Connect, which closes its end):
-/// ND_CONNECTION_REFUSED, whichever provider.
+/// Accept after the connecting side gave up, by cancelling its pending Connect or by releasing
+/// its connector (either closes its end): ND_CONNECTION_ABORTED, "the connecting peer abandoned
+/// the connection establishment" (IND2Connector::Accept), whichever provider. Leaving after
+/// the Accept reached it is the other case, ND_CONNECTION_REFUSED (D9: the `active-reject`
+/// scenario, and shm's `sigkill_active_side_before_complete_connect`).
 #[test]
-fn accept_after_the_connecting_side_gave_up_is_refused() {
+fn accept_after_the_connecting_side_gave_up_is_aborted() {
     each("accept-after-abandon", |p, ip| {
-        let a = open(p, ip)?;
-        let (l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
-        let server = Side::on(&a, SideConfig::default())?;
-        let client = Side::on(&a, SideConfig::default())?;
-        let gcr = l
-            .get_connection_request(&server.connector)
-            .ctx("GetConnectionRequest")?;
-        let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
-        wait_ok(&gcr, "GetConnectionRequest")?;
-        client
-            .connector
-            .cancel_overlapped_requests()
-            .ctx("CancelOverlappedRequests")?;
-        wait_status(&cov, Status::CANCELED, "the cancelled Connect")?;
-        let aov = server
-            .connector
-            .accept(&server.qp, 0, 0, &[])
-            .ctx("Accept")?;
-        wait_status(
-            &aov,
-            Status::CONNECTION_REFUSED,
-            "Accept of an abandoned request",
-        )
+        for release in [false, true] {
+            let how = if release { "released" } else { "cancelled" };
+            let a = open(p, ip)?;
+            let (l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+            let server = Side::on(&a, SideConfig::default())?;
+            let client = Side::on(&a, SideConfig::default())?;
+            let gcr = l
+                .get_connection_request(&server.connector)
+                .ctx("GetConnectionRequest")?;
+            let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
+            wait_ok(&gcr, "GetConnectionRequest")?;
+            let caddr = client
+                .connector
+                .get_local_address()
+                .ctx("the connecting side's address")?;
+            let Side { connector, .. } = client;
+            if release {
+                drop(connector);
+            } else {
+                connector
+                    .cancel_overlapped_requests()
+                    .ctx("CancelOverlappedRequests")?;
+            }
+            wait_status(&cov, Status::CANCELED, &format!("the Connect, {how}"))?;
+            if p.name() == "tcp" {
+                end_of_stream_reached(laddr, caddr)?;
+            }
+            let aov = server
+                .connector
+                .accept(&server.qp, 0, 0, &[])
+                .ctx("Accept")?;
+            wait_status(
+                &aov,
+                Status::CONNECTION_ABORTED,
+                &format!("Accept of a request whose connector was {how}"),
+            )?;
+        }
+        Ok(())
     });
+}
+
+/// Over TCP the connecting side's close reaches the accepted socket through the kernel's
+/// loopback, perhaps after `close` returned: wait (bounded) until the connection from `client`
+/// to `server` is no longer ESTABLISHED (`/proc/net/tcp`, state 01), so that the Accept surely
+/// comes after the peer's FIN.
+fn end_of_stream_reached(server: SocketAddr, client: SocketAddr) -> Check {
+    let table = if server.is_ipv6() {
+        "/proc/net/tcp6"
+    } else {
+        "/proc/net/tcp"
+    };
+    // Columns: sl, local address, remote address, state; an address ends in ":PORT" (hex).
+    let ports = (
+        format!(":{:04X}", server.port()),
+        format!(":{:04X}", client.port()),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(table).ctx(table)?;
+        let established = text.lines().skip(1).any(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&ports.0) && f[2].ends_with(&ports.1) && f[3] == "01"
+        });
+        if !established {
+            return Ok(());
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the accepted socket {server} <- {client} still ESTABLISHED after 10 s"
+        );
+        std::thread::yield_now();
+    }
 }
 
 /// A connector's port is free again once its connection ended and the connector and queue

@@ -363,9 +363,11 @@ impl ConnectorProvider for Shm {
             private_data: private_data.to_vec(),
         };
         if proto::send(&inc.sock, &reply, None).is_err() {
-            // The connecting side went away before our answer: refused, as tcp reports it
-            // (its Reply is written, and the Accept then finds the connection reset).
-            return Ok(Overlapped::completed(engine, Status::CONNECTION_REFUSED));
+            // The connecting side went away before our answer (a Unix socket refuses a send
+            // to a closed peer at once): IND2Connector::Accept's ND_CONNECTION_ABORTED, "the
+            // connecting peer abandoned the connection establishment", as tcp reports it. One
+            // that leaves after the answer is refused instead (nd-reference.md D9).
+            return Ok(Overlapped::completed(engine, Status::CONNECTION_ABORTED));
         }
         // After Accept, GetReadLimits reports the negotiated limits from our point of view.
         g.limits = ReadLimits {

@@ -388,7 +388,11 @@ impl ConnectorProvider for Tcp {
                 probe: this.adapter().config.write_probe,
             },
         );
-        if sockets::write_all(&inc.sock, &reply).is_err() {
+        // IND2Connector::Accept: ND_CONNECTION_ABORTED, "the connecting peer abandoned the
+        // connection establishment": it closed or reset before our Reply could reach it. One
+        // that leaves after the Reply went out is refused instead (nd-reference.md D9), when
+        // its end of stream reaches the pending Accept.
+        if sockets::peer_gone(&inc.sock) || sockets::write_all(&inc.sock, &reply).is_err() {
             return Ok(Overlapped::completed(
                 this.adapter().engine.clone(),
                 Status::CONNECTION_ABORTED,

@@ -112,6 +112,24 @@ pub(crate) fn peer_of(s: &Socket) -> Option<SocketAddr> {
     s.peer_addr().ok().and_then(|a| a.as_socket())
 }
 
+/// Whether the peer has already closed or reset the connection: its FIN (end of stream) or
+/// RST is waiting at the head of the socket. Reads nothing (`MSG_PEEK`) and never blocks.
+///
+/// An MPA initiator sends nothing after its Request until our Reply (RFC 5044 §7.1.2), so at
+/// Accept an end of stream means it abandoned the connection establishment.
+pub(crate) fn peer_gone(s: &Socket) -> bool {
+    use rustix::net::RecvFlags;
+    let mut byte = [0u8; 1];
+    loop {
+        return match rustix::net::recv(s, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+            Ok((0, _)) => true,
+            Ok(_) | Err(rustix::io::Errno::AGAIN) => false,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => true,
+        };
+    }
+}
+
 /// Write all of `bytes` to a non-blocking socket that has room (MPA frames are small and sent
 /// on fresh connections); waits for writability if it must.
 pub(crate) fn write_all(s: &Socket, mut bytes: &[u8]) -> io::Result<()> {
