@@ -12,11 +12,14 @@
 
 #![allow(clippy::single_range_in_vec_init)]
 
-use std::io::{ErrorKind, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::ops::Range;
 use std::sync::mpsc;
 
+use common::Segments;
 use netdirect::{MemoryRegion, MemoryWindow, MrFlags, OpFlags, Provider, Status};
 use netdirect_conformance::check::{
     expect_bytes, fast_pattern, next_results, wait_ok, Check, Context, Expect, WAIT,
@@ -25,7 +28,7 @@ use netdirect_conformance::harness;
 use netdirect_conformance::side::listen;
 use netdirect_conformance::{ensure, ensure_eq, Failure, Needs, Side, SideConfig};
 use netdirect_wire::ddp::{DdpHeader, QN_SEND};
-use netdirect_wire::fpdu::{encode_fpdu, Deframer, Event};
+use netdirect_wire::fpdu::encode_fpdu;
 use netdirect_wire::handshake::{
     rtr_fpdu, Initiator, InitiatorConfig, InitiatorOutcome, Negotiated,
 };
@@ -492,50 +495,27 @@ fn forge(msgs: &[Forged], tx: &mut TxMsn, crc: bool) -> (Vec<u8>, Vec<DdpHeader>
 /// What the server sent back until it closed: Read Response payload bytes per response, and
 /// the Terminate.
 fn read_back(s: &mut TcpStream, crc: bool) -> Check<(Vec<Vec<u8>>, Option<Terminate>)> {
-    let mut d = Deframer::new(crc, 65535);
+    let mut rx = Segments::new(crc);
     let mut responses: Vec<Vec<u8>> = Vec::new();
     let mut term = None;
     let mut in_response = false;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Failure(format!("reading the server's reply: {e}"))),
-        };
-        let mut input = &buf[..n];
-        while !input.is_empty() {
-            let (ev, used) = d
-                .next(input)
-                .map_err(|e| Failure(format!("the server sent a bad FPDU: {e}")))?;
-            match ev {
-                Some(Event::Header(h)) => {
-                    ensure!(
-                        term.is_none(),
-                        "the server sent an FPDU after its Terminate"
-                    );
-                    match h.ddp.opcode() {
-                        Opcode::ReadResponse => {
-                            if !in_response {
-                                responses.push(Vec::new());
-                            }
-                            in_response = !h.ddp.last();
-                        }
-                        Opcode::Terminate => term = h.terminate,
-                        other => {
-                            return Err(Failure(format!("unexpected {other:?} from the server")))
-                        }
-                    }
+    while let Some((h, payload)) = rx.next(s)? {
+        ensure!(
+            term.is_none(),
+            "the server sent an FPDU after its Terminate"
+        );
+        match h.ddp.opcode() {
+            Opcode::ReadResponse => {
+                if !in_response {
+                    responses.push(Vec::new());
                 }
-                Some(Event::Payload(p)) => responses
-                    .last_mut()
-                    .ok_or_else(|| Failure("payload outside a Read Response".into()))?
-                    .extend_from_slice(p),
-                Some(Event::End) | None => {}
+                in_response = !h.ddp.last();
+                if let Some(r) = responses.last_mut() {
+                    r.extend_from_slice(&payload);
+                }
             }
-            input = &input[used..];
+            Opcode::Terminate => term = h.terminate,
+            other => return Err(Failure(format!("unexpected {other:?} from the server"))),
         }
     }
     Ok((responses, term))

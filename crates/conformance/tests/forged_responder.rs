@@ -22,10 +22,13 @@
 //! posted, the Read's bytes land in its sink, and both complete `ND_SUCCESS`, so the other
 //! cases fail because of what the responder forges.
 
-use std::io::{ErrorKind, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
 
+use common::Segments;
 use netdirect::{OpFlags, Provider, RequestType, Status};
 use netdirect_conformance::check::{
     expect_bytes, expect_results, fast_pattern, next_results, wait_ok, Check, Context, Expect, WAIT,
@@ -34,7 +37,7 @@ use netdirect_conformance::harness;
 use netdirect_conformance::{ensure, ensure_eq, Failure, Needs, Side, SideConfig};
 use netdirect_wire::ddp::{DdpHeader, QN_READ_REQUEST, QN_SEND};
 use netdirect_wire::fpdu::{
-    encode_fpdu, encode_terminate_fpdu, Deframer, Event, SegmentHeader, MAX_TERMINATE_FPDU_LEN,
+    encode_fpdu, encode_terminate_fpdu, SegmentHeader, MAX_TERMINATE_FPDU_LEN,
 };
 use netdirect_wire::handshake::{accept, is_rtr, AcceptConfig, Responder, Rtr};
 use netdirect_wire::rdmap::{Opcode, ReadRequest, TermError, Terminate};
@@ -200,10 +203,7 @@ fn cases() -> Vec<Case> {
 struct Raw {
     s: TcpStream,
     crc: bool,
-    d: Deframer,
-    buf: Vec<u8>,
-    at: usize,
-    len: usize,
+    rx: Segments,
     /// Our Sends' message numbers.
     tx: TxMsn,
 }
@@ -247,10 +247,7 @@ impl Raw {
         let mut raw = Self {
             s,
             crc: neg.crc,
-            d: Deframer::new(neg.crc, 65535),
-            buf: vec![0; 64 * 1024],
-            at: 0,
-            len: 0,
+            rx: Segments::new(neg.crc),
             tx: TxMsn::new(),
         };
         let rtr = neg.rtr.ok_or_else(|| Failure("no RTR agreed".into()))?;
@@ -267,48 +264,7 @@ impl Raw {
     /// The next whole segment the ND side sent (header and payload), or `None` once it closed
     /// the stream between two FPDUs.
     fn segment(&mut self) -> Check<Option<(SegmentHeader, Vec<u8>)>> {
-        let mut cur: Option<(SegmentHeader, Vec<u8>)> = None;
-        loop {
-            if self.at == self.len {
-                let n = match self.s.read(&mut self.buf) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == ErrorKind::ConnectionReset => 0,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(Failure(format!("reading the ND side: {e}"))),
-                };
-                if n == 0 {
-                    ensure!(
-                        cur.is_none() && self.d.at_boundary(),
-                        "the ND side's stream ended inside an FPDU"
-                    );
-                    return Ok(None);
-                }
-                (self.at, self.len) = (0, n);
-            }
-            let (ev, used) = self
-                .d
-                .next(&self.buf[self.at..self.len])
-                .map_err(|e| Failure(format!("the ND side sent a bad FPDU: {e}")))?;
-            let end = match ev {
-                Some(Event::Header(h)) => {
-                    cur = Some((h, Vec::new()));
-                    false
-                }
-                Some(Event::Payload(p)) => {
-                    cur.as_mut()
-                        .ok_or_else(|| Failure("payload before a header".into()))?
-                        .1
-                        .extend_from_slice(p);
-                    false
-                }
-                Some(Event::End) => true,
-                None => false,
-            };
-            self.at += used;
-            if end {
-                return Ok(cur);
-            }
-        }
+        self.rx.next(&mut self.s)
     }
 
     fn send(&mut self, bytes: &[u8], what: &str) -> Check {
