@@ -91,6 +91,7 @@ scenarios! {
     peer_killed => "peer-killed",
     send_receive => "send-receive",
     overrun => "overrun",
+    overrun_large => "overrun-large",
     rdma_write_read => "rdma-write-read",
     rdma_read_fence => "rdma-read-fence",
     rdma_read_limits => "rdma-read-limits",

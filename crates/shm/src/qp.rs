@@ -1412,9 +1412,11 @@ impl ShmQp {
                     consumed = true;
                     continue;
                 }
-                kind::RNR => {
-                    // The peer held our oldest unreceived message past its bound (R-QP-7):
-                    // a Send still in progress fails ND_IO_TIMEOUT; the rest is flushed.
+                kind::RNR | kind::OVERRUN => {
+                    // The peer held our oldest unreceived message past its bound (R-QP-7), or
+                    // it did not fit the Receive it reached (D5): a Send still in progress
+                    // fails ND_IO_TIMEOUT or STATUS_DATA_ERROR (as tcp's Send a Terminate
+                    // names); the rest is flushed.
                     g.cons.advance();
                     g.cons.release(&rx);
                     // The record names the message held (`total`: its number among ours). Only
@@ -1430,7 +1432,12 @@ impl ShmQp {
                     if held && (rts || pushing) {
                         let wr = g.sq.pop().expect("present");
                         g.in_ring = g.in_ring.saturating_sub(1);
-                        self.complete_wr(&wr, Status::IO_TIMEOUT);
+                        let status = if r.kind == kind::RNR {
+                            Status::IO_TIMEOUT
+                        } else {
+                            Status::DATA_ERROR
+                        };
+                        self.complete_wr(&wr, status);
                     }
                     self.close(g, Status::CONNECTION_REFUSED);
                     return;
@@ -1555,13 +1562,9 @@ impl ShmQp {
                 if total > wr.total {
                     // The message does not fit the Receive: ND_DATA_OVERRUN, and the
                     // connection terminates (nd-reference.md D5, as tcp).
-                    let ctx = wr.context;
-                    g.rq.pop();
-                    self.complete_recv(ctx, Status::DATA_OVERRUN, 0, false);
                     g.cons.advance();
                     g.cons.release(&rx);
-                    self.close(g, Status::CONNECTION_REFUSED);
-                    return;
+                    return self.overrun(g, link);
                 }
                 g.rx_msg = Some(RxMsg {
                     pos: 0,
@@ -1917,12 +1920,9 @@ impl ShmQp {
         };
         let total = u64::from(r.total);
         if total > wr.total {
-            let ctx = wr.context;
-            g.rq.pop();
-            self.complete_recv(ctx, Status::DATA_OVERRUN, 0, false);
             g.cons.advance();
             g.cons.release(&rx);
-            self.close(g, Status::CONNECTION_REFUSED);
+            self.overrun(g, link);
             return Pulled::Closed;
         }
         let mut list = [0u8; RTS_MAX_SGES * 16];
@@ -2027,6 +2027,19 @@ impl ShmQp {
         // The record names the message held: the one after those we took.
         let held = g.rx_msgs;
         self.last_word(g, link, kind::RNR, held);
+    }
+
+    /// The sender's next message is longer than the front Receive: that Receive completes
+    /// `ND_DATA_OVERRUN` (nd-reference.md D5), the sender is told which message failed (its
+    /// Send, if still in progress, fails `STATUS_DATA_ERROR`), and the connection ends. The
+    /// message's record is already consumed.
+    fn overrun(&self, g: &mut Inner, link: &Link) {
+        if let Some(wr) = g.rq.pop() {
+            self.complete_recv(wr.context, Status::DATA_OVERRUN, 0, false);
+        }
+        // The record names the message: the one after those we took (as `give_up`).
+        let failed = g.rx_msgs;
+        self.last_word(g, link, kind::OVERRUN, failed);
     }
 
     /// Garbage in the ring: terminate the connection.

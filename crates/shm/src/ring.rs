@@ -104,6 +104,11 @@ pub(crate) mod kind {
     /// A mapped RDMA Read, asked for: as MAPW, for reading. The target answers GRANT; the
     /// initiator sends nothing else until it has answered that with DONE.
     pub(crate) const MAPR: u8 = 15;
+    /// The sender's oldest unreceived message is longer than the Receive it reached: that
+    /// Receive completed `ND_DATA_OVERRUN` and the connection ends; the Send fails
+    /// `STATUS_DATA_ERROR` if it has not completed yet (nd-reference.md D5, as a tcp Send a
+    /// Terminate names). `total` names the message as [`RNR`] does.
+    pub(crate) const OVERRUN: u8 = 16;
 }
 
 /// The 16-byte descriptor of a one-sided request: the target's token (host order) and the
@@ -427,7 +432,7 @@ impl Consumer {
         let ok = match r.kind {
             kind::MSG => r.len as usize <= INLINE_MAX,
             kind::CHUNK => u64::from(r.len) <= m.data_len(),
-            kind::RTR | kind::ACK | kind::TERM | kind::RNR => true,
+            kind::RTR | kind::ACK | kind::TERM | kind::RNR | kind::OVERRUN => true,
             kind::RTS => r.len % 16 == 0 && r.len as usize <= RTS_MAX_SGES * 16,
             kind::WRITE => (Desc::LEN..=INLINE_MAX).contains(&(r.len as usize)),
             kind::WPULL => {

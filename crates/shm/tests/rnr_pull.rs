@@ -1,18 +1,28 @@
-//! The receiver-not-ready clock with pulled (RTS) messages: a pull that found its Receive stops
-//! the clock, so a later, brief wait for a Receive is not mistaken for an old one. Its own test
+//! Pulled (RTS) messages at a receiver that cannot take them at once: a pull that found its
+//! Receive stops the receiver-not-ready clock, so a later, brief wait for a Receive is not
+//! mistaken for an old one; a pulled message longer than its Receive fails the Send (which a
+//! pull keeps in progress until the receiver answers) `STATUS_DATA_ERROR`. Its own test
 //! binary: the bound and the pull size are set for this process only, before any adapter opens.
 
 #![cfg(not(loom))]
 
 mod common;
 
-use common::{message, End};
+use common::{message, pair, End};
 use netdirect::{NdResult, Status};
+
+/// The bound and the pull size, set once for both tests before either opens an adapter.
+fn configure() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var("ND_SHM_RNR_TIMEOUT_MS", "100");
+        std::env::set_var("ND_SHM_PULL_MIN_KIB", "4");
+    });
+}
 
 #[test]
 fn a_pulled_message_stops_the_receiver_not_ready_clock() {
-    std::env::set_var("ND_SHM_RNR_TIMEOUT_MS", "100");
-    std::env::set_var("ND_SHM_PULL_MIN_KIB", "4");
+    configure();
     let s = End::new(1 << 20, 4);
     let (l, addr) = s.listen();
     let c = End::new(1 << 20, 4);
@@ -44,5 +54,29 @@ fn a_pulled_message_stops_the_receiver_not_ready_clock() {
             sent.status
         ),
         (4, Status::SUCCESS, 3, Status::SUCCESS)
+    );
+}
+
+/// nd-reference.md D5: the Receive too small for a pulled message completes ND_DATA_OVERRUN,
+/// the Send, still waiting for the receiver's answer, STATUS_DATA_ERROR (as tcp completes a
+/// Send a Terminate names), and the Send behind it ND_CANCELED.
+#[test]
+fn a_pulled_message_too_long_for_its_receive_fails_the_send() {
+    configure();
+    let (c, s) = pair(1 << 20);
+    s.recv(1, 0, 4096);
+    c.send(2, 0, 64 << 10).expect("post Send");
+    c.send(3, 0, 8).expect("post Send behind it");
+    let got = s.poll();
+    assert_eq!((got.request_context, got.status), (1, Status::DATA_OVERRUN));
+    let (first, second) = (c.poll(), c.poll());
+    assert_eq!(
+        (
+            first.request_context,
+            first.status,
+            second.request_context,
+            second.status
+        ),
+        (2, Status::DATA_ERROR, 3, Status::CANCELED)
     );
 }

@@ -157,6 +157,14 @@ pub const SCENARIOS: &[Scenario] = &[
         client: teardown::overrun_client,
     },
     Scenario {
+        name: "overrun-large",
+        summary: "32 MiB into a 16-byte Receive: ND_DATA_OVERRUN (D5); the Send, still in \
+                  progress, completes STATUS_DATA_ERROR and the one behind it ND_CANCELED",
+        flow: Flow::Normal,
+        server: teardown::overrun_large_server,
+        client: teardown::overrun_large_client,
+    },
+    Scenario {
         name: "rdma-write-read",
         summary: "RDMA Write then Read back of 0 B, 1 B, 4 KiB, 1 MiB and 64 MiB in 1, 3 and \
                   MaxSge SGEs, every byte checked; SILENT_SUCCESS, INLINE from unregistered \

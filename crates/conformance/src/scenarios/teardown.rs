@@ -139,6 +139,11 @@ const NEXT: u64 = 0x0502;
 const OVERRUN_LEN: usize = 100;
 
 pub(super) fn overrun_server(ctx: &Ctx) -> Check {
+    overrun_receiver(ctx, "Receives after a 100-byte Send into 16 bytes")
+}
+
+/// The receiving side of `overrun` and `overrun-large`: a 16-byte Receive and one behind it.
+fn overrun_receiver(ctx: &Ctx, what: &str) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
     serve(ctx, &side, |s| {
         s.recv(SMALL, &[0..16]).ctx("post 16-byte Receive")?;
@@ -157,7 +162,7 @@ pub(super) fn overrun_server(ctx: &Ctx) -> Check {
             Expect::recv(Status::DATA_OVERRUN, SMALL, side.qp_context, None),
             Expect::recv(Status::CANCELED, NEXT, side.qp_context, None),
         ],
-        "Receives after a 100-byte Send into 16 bytes",
+        what,
     )?;
     wait_ok(&nd, "NotifyDisconnect after the overrun")?;
     late_receive_is_canceled(&side, 0x0503)?;
@@ -198,4 +203,51 @@ pub(super) fn overrun_client(ctx: &Ctx) -> Check {
         .disconnect()
         .ctx("Disconnect after termination")?;
     wait_ok(&d, "Disconnect after the connection terminated")
+}
+
+// ---------------------------------------------------------------------------------------------
+// overrun-large
+
+/// Larger than what the kernel buffers of a stalled loopback connection hold (`tcp_rmem` +
+/// `tcp_wmem` maxima are a few MiB) and than a shm ring's data area, so the Send is still in
+/// progress when the receiver ends the connection.
+const LARGE: usize = 32 << 20;
+
+pub(super) fn overrun_large_server(ctx: &Ctx) -> Check {
+    overrun_receiver(ctx, "Receives after a 32 MiB Send into 16 bytes")
+}
+
+pub(super) fn overrun_large_client(ctx: &Ctx) -> Check {
+    let side = client_side(
+        ctx,
+        SideConfig {
+            buf_len: LARGE,
+            ..SideConfig::default()
+        },
+    )?;
+    side.recv(0x0701, &[0..64]).ctx("post Receive")?;
+    connect(ctx, &side)?;
+    let nd = side.connector.notify_disconnect().ctx("NotifyDisconnect")?;
+    side.send(0x0702, &[0..LARGE], OpFlags::empty())
+        .ctx("Send 32 MiB")?;
+    side.send(0x0703, &[0..8], OpFlags::empty())
+        .ctx("Send behind it")?;
+    wait_ok(
+        &nd,
+        "NotifyDisconnect after the server terminated the connection",
+    )?;
+    // D5: a Send the receiver could not take, still in progress when it said so, completes
+    // STATUS_DATA_ERROR; the one behind it is flushed (R-QP-6).
+    let s = next_results(&side.scq, 2, "the overrunning Send and the one behind it")?;
+    expect_results(
+        &s,
+        &[
+            Expect::send(Status::DATA_ERROR, 0x0702, side.qp_context),
+            Expect::send(Status::CANCELED, 0x0703, side.qp_context),
+        ],
+        "Sends after the receiver refused the 32 MiB one",
+    )?;
+    let r = next_results(&side.rcq, 1, "the Receive outstanding at termination")?;
+    Expect::recv(Status::CANCELED, 0x0701, side.qp_context, None)
+        .check(&r[0], "the Receive outstanding at termination")
 }
