@@ -385,6 +385,14 @@ fn connected_queue_pair_limits() {
             Status::DATA_OVERRUN,
             "Send with MaxInitiatorSge + 1 SGEs",
         )?;
+        // INLINE is not bound by the queue pair's SGE limit (§2.9), but by the providers' own
+        // (64), the same on every provider.
+        let inline_many: Vec<_> = (0..65).map(|i| i..i + 1).collect();
+        expect_status(
+            client.send(1, &inline_many, OpFlags::INLINE),
+            Status::DATA_OVERRUN,
+            "INLINE Send with 65 SGEs",
+        )?;
         expect_status(
             client.send(1, &[0..8], OpFlags::from_bits_retain(0x4000)),
             Status::INVALID_PARAMETER_4,
@@ -614,25 +622,52 @@ fn a_connect_to_another_local_address_is_refused_and_retryable() {
     });
 }
 
-/// Accept after the connecting side gave up, by cancelling its pending Connect or by releasing
-/// its connector (either closes its end): ND_CONNECTION_ABORTED, "the connecting peer abandoned
-/// the connection establishment" (IND2Connector::Accept), whichever provider. Leaving after
-/// the Accept reached it is the other case, ND_CONNECTION_REFUSED (D9: the `active-reject`
-/// scenario, and shm's `sigkill_active_side_before_complete_connect`).
+/// A connection request on its way: `client` Connects (`cov` pending) to a listener at
+/// `laddr`, whose GetConnectionRequest gave it to `server`'s connector, not answered yet.
+struct Requested {
+    _l: netdirect::Listener,
+    laddr: SocketAddr,
+    server: Side,
+    client: Side,
+    cov: Overlapped,
+}
+
+fn requested(p: &Provider, ip: IpAddr) -> Check<Requested> {
+    let a = open(p, ip)?;
+    let (l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+    let server = Side::on(&a, SideConfig::default())?;
+    let client = Side::on(&a, SideConfig::default())?;
+    let gcr = l
+        .get_connection_request(&server.connector)
+        .ctx("GetConnectionRequest")?;
+    let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
+    wait_ok(&gcr, "GetConnectionRequest")?;
+    Ok(Requested {
+        _l: l,
+        laddr,
+        server,
+        client,
+        cov,
+    })
+}
+
+/// Accept or Reject after the connecting side gave up, by cancelling its pending Connect or by
+/// releasing its connector (either closes its end): ND_CONNECTION_ABORTED, "the connecting peer
+/// abandoned the connection establishment" (IND2Connector::Accept and Reject), whichever
+/// provider. Leaving after the Accept reached it is the other case, ND_CONNECTION_REFUSED (D9:
+/// the `active-reject` scenario, and shm's `sigkill_active_side_before_complete_connect`).
 #[test]
-fn accept_after_the_connecting_side_gave_up_is_aborted() {
-    each("accept-after-abandon", |p, ip| {
-        for release in [false, true] {
+fn answering_a_request_whose_connecting_side_gave_up_is_aborted() {
+    each("answer-after-abandon", |p, ip| {
+        for (release, reject) in [(false, false), (true, false), (false, true), (true, true)] {
             let how = if release { "released" } else { "cancelled" };
-            let a = open(p, ip)?;
-            let (l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
-            let server = Side::on(&a, SideConfig::default())?;
-            let client = Side::on(&a, SideConfig::default())?;
-            let gcr = l
-                .get_connection_request(&server.connector)
-                .ctx("GetConnectionRequest")?;
-            let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
-            wait_ok(&gcr, "GetConnectionRequest")?;
+            let Requested {
+                _l,
+                laddr,
+                server,
+                client,
+                cov,
+            } = requested(p, ip)?;
             let caddr = client
                 .connector
                 .get_local_address()
@@ -649,17 +684,65 @@ fn accept_after_the_connecting_side_gave_up_is_aborted() {
             if p.name() == "tcp" {
                 end_of_stream_reached(laddr, caddr)?;
             }
-            let aov = server
-                .connector
-                .accept(&server.qp, 0, 0, &[])
-                .ctx("Accept")?;
-            wait_status(
-                &aov,
-                Status::CONNECTION_ABORTED,
-                &format!("Accept of a request whose connector was {how}"),
-            )?;
+            if reject {
+                expect_status(
+                    server.connector.reject(&[]),
+                    Status::CONNECTION_ABORTED,
+                    &format!("Reject of a request whose connector was {how}"),
+                )?;
+            } else {
+                let aov = server
+                    .connector
+                    .accept(&server.qp, 0, 0, &[])
+                    .ctx("Accept")?;
+                wait_status(
+                    &aov,
+                    Status::CONNECTION_ABORTED,
+                    &format!("Accept of a request whose connector was {how}"),
+                )?;
+            }
         }
         Ok(())
+    });
+}
+
+/// CancelOverlappedRequests on a connector whose Accept waits for the peer's CompleteConnect
+/// cancels that Accept and a NotifyDisconnect posted behind it, both ND_CANCELED before the call
+/// returns (R-CANCEL-1): the connection the cancelled Accept abandons must not complete the
+/// NotifyDisconnect successfully first.
+#[test]
+fn cancelling_a_pending_accept_cancels_notify_disconnect_too() {
+    each("cancel-pending-accept", |p, ip| {
+        // Every part kept: the client must live to take the Accept.
+        let Requested {
+            _l,
+            server,
+            client: _client,
+            cov,
+            ..
+        } = requested(p, ip)?;
+        let aov = server
+            .connector
+            .accept(&server.qp, 0, 0, &[])
+            .ctx("Accept")?;
+        // The client has the Accept and never calls CompleteConnect.
+        wait_ok(&cov, "Connect")?;
+        expect_pending(&aov, "Accept before CompleteConnect")?;
+        let nd = server
+            .connector
+            .notify_disconnect()
+            .ctx("NotifyDisconnect")?;
+        expect_pending(&nd, "NotifyDisconnect")?;
+        server
+            .connector
+            .cancel_overlapped_requests()
+            .ctx("CancelOverlappedRequests")?;
+        ensure!(
+            aov.is_complete() && nd.is_complete(),
+            "both complete before CancelOverlappedRequests returns"
+        );
+        wait_status(&aov, Status::CANCELED, "the cancelled Accept")?;
+        wait_status(&nd, Status::CANCELED, "the NotifyDisconnect behind it")
     });
 }
 

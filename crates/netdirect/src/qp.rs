@@ -54,9 +54,11 @@ impl QueuePair {
     /// (anything else gives `ND_INVALID_PARAMETER_4`).
     ///
     /// Synchronous errors (the queue pair stays usable): `ND_CONNECTION_INVALID` (not
-    /// connected), `ND_NO_MORE_ENTRIES` (initiator queue full), `ND_DATA_OVERRUN` (too many
-    /// SGEs), `ND_BUFFER_OVERFLOW` (more than `MaxTransferLength`, or inline data larger than
-    /// the queue pair's inline size: the size asked at creation, or 1024 bytes if that is more). An SGE whose token or range is not registered completes
+    /// connected), `ND_NO_MORE_ENTRIES` (initiator queue full), `ND_DATA_OVERRUN` (more SGEs
+    /// than the queue pair's initiator SGE limit; with `INLINE`, which that limit does not
+    /// bind (§2.9), more than 64), `ND_BUFFER_OVERFLOW` (more than `MaxTransferLength`, or
+    /// inline data larger than the queue pair's inline size: the size asked at creation, or
+    /// 1024 bytes if that is more). An SGE whose token or range is not registered completes
     /// with `ND_ACCESS_VIOLATION` and terminates the connection.
     ///
     /// # Safety

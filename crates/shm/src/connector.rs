@@ -58,14 +58,12 @@ impl Transport for Shm {
         attempt.ov.complete(Status::CANCELED);
     }
 
-    fn reject_incoming(inc: Incoming, private_data: &[u8]) {
-        let _ = proto::send(
-            &inc.sock,
-            &Msg::Reject {
-                private_data: private_data.to_vec(),
-            },
-            None,
-        );
+    fn reject_incoming(inc: Incoming, private_data: &[u8]) -> Result<()> {
+        let reject = Msg::Reject {
+            private_data: private_data.to_vec(),
+        };
+        // A send to a closed Unix socket fails at once: the connecting side abandoned.
+        proto::send(&inc.sock, &reject, None).map_err(|_| Error::new(Status::CONNECTION_ABORTED))
     }
 
     fn decline(connected: Connected) {
@@ -151,8 +149,7 @@ fn drive(this: &ShmConnector) {
             ov.complete(Status::SUCCESS);
         }
         Recv::Msg(Some(Msg::Reject { private_data }), _) => {
-            g.peer_private_data = private_data;
-            g.state = State::Done;
+            g.refused_by_peer(private_data);
             ov.complete(Status::CONNECTION_REFUSED);
         }
         _ => {

@@ -591,7 +591,12 @@ impl ShmQp {
             return fail(Status::CONNECTION_INVALID);
         }
         let inline = flags.contains(OpFlags::INLINE);
-        if !inline && sge.len() > g.sq.max_segs() {
+        let max_sge = if inline {
+            MAX_INLINE_SGE
+        } else {
+            g.sq.max_segs()
+        };
+        if sge.len() > max_sge {
             return fail(Status::DATA_OVERRUN);
         }
         if g.sq.is_full() {
@@ -2286,6 +2291,9 @@ impl ShmQp {
         let mut g = self.lock();
         if let Some(a) = g.accept.take() {
             a.complete(Status::CANCELED);
+            // The same CancelOverlappedRequests cancels a NotifyDisconnect posted meanwhile
+            // (R-CANCEL-1), after the Accept (FIFO), not with the success the close gives it.
+            g.disconnect_waiters.cancel_all();
             self.close(&mut g, Status::CANCELED);
         }
     }

@@ -63,10 +63,17 @@ impl Transport for Tcp {
         attempt.ov.complete(Status::CANCELED);
     }
 
-    fn reject_incoming(inc: Incoming, private_data: &[u8]) {
+    fn reject_incoming(inc: Incoming, private_data: &[u8]) -> Result<()> {
+        // As in Accept: a peer whose FIN or RST already waits abandoned the establishment.
+        let gone = sockets::peer_gone(&inc.sock);
         let reply = handshake::reject(&inc.request, private_data);
-        let _ = sockets::write_all(&inc.sock, &reply);
+        let sent = !gone && sockets::write_all(&inc.sock, &reply).is_ok();
         let _ = inc.sock.shutdown(std::net::Shutdown::Write);
+        if sent {
+            Ok(())
+        } else {
+            Err(Error::new(Status::CONNECTION_ABORTED))
+        }
     }
 
     fn decline(connected: Connected) {
@@ -217,8 +224,7 @@ fn drive(this: &TcpConnector) {
                 ov.complete(Status::SUCCESS);
             }
             Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
-                g.peer_private_data = private_data;
-                g.state = State::Done;
+                g.refused_by_peer(private_data);
                 let _ = sock.shutdown(std::net::Shutdown::Both);
                 ov.complete(Status::CONNECTION_REFUSED);
             }

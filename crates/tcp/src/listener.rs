@@ -164,7 +164,8 @@ impl ListenerProvider for Tcp {
     }
 
     fn refuse(incoming: Incoming) {
-        <Self as connector::Transport>::reject_incoming(incoming, &[]);
+        // Best effort: no application call waits for the outcome of a full backlog's refusal.
+        let _ = <Self as connector::Transport>::reject_incoming(incoming, &[]);
     }
 
     /// Give the bound address back to [`HELD`].

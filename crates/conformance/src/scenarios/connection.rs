@@ -219,7 +219,7 @@ pub(super) fn accept_client(ctx: &Ctx) -> Check {
 
 pub(super) fn reject_server(ctx: &Ctx) -> Check {
     let side = server_side(ctx, SideConfig::default())?;
-    let (_listener, _) = await_request(ctx, &side)?;
+    let (listener, _) = await_request(ctx, &side)?;
     check_private_data(&side.connector, &client_pd(16), "the client's private data")?;
     let max = side.info.max_callee_data as usize;
     // Too much private data: synchronous ND_INVALID_BUFFER_SIZE, no state change (§2.10).
@@ -242,6 +242,17 @@ pub(super) fn reject_server(ctx: &Ctx) -> Check {
             ensure!(r.is_err(), "Accept after Reject succeeded");
         }
     }
+    // The client retries on its refused connector: a second request, rejected too.
+    let second = side
+        .adapter
+        .create_connector()
+        .ctx("create a second connector")?;
+    let gcr = listener
+        .get_connection_request(&second)
+        .ctx("GetConnectionRequest for the retry")?;
+    wait_ok(&gcr, "GetConnectionRequest for the retry")?;
+    check_private_data(&second, &client_pd(8), "the retry's private data")?;
+    second.reject(&server_pd(4)).ctx("Reject the retry")?;
     ctx.linger();
     Ok(())
 }
@@ -264,6 +275,19 @@ pub(super) fn reject_client(ctx: &Ctx) -> Check {
         side.connector.complete_connect(),
         Status::CONNECTION_INVALID,
         "CompleteConnect after a rejected Connect",
+    )?;
+    // §2.10 Connect: ND_CONNECTION_REFUSED "may be retried", an active Reject included: the
+    // same connector and queue pair Connect again (not ND_CONNECTION_ACTIVE), and the second
+    // refusal brings its own private data.
+    let ov = side
+        .connector
+        .connect(&side.qp, ctx.addr, 0, 0, &client_pd(8))
+        .ctx("Connect again on the refused connector")?;
+    wait_status(&ov, Status::CONNECTION_REFUSED, "the retried Connect")?;
+    check_private_data(
+        &side.connector,
+        &server_pd(4),
+        "the second Reject's private data",
     )?;
     Ok(())
 }

@@ -69,7 +69,8 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "reject",
         summary: "the passive side Rejects with MaxCalleeData bytes of private data: the \
-                  Connect completes ND_CONNECTION_REFUSED and sees them",
+                  Connect completes ND_CONNECTION_REFUSED and sees them; the same connector \
+                  Connects again and is refused again, with the new private data",
         flow: Flow::Normal,
         server: connection::reject_server,
         client: connection::reject_client,

@@ -32,8 +32,10 @@ pub trait Transport: 'static {
     /// `CancelOverlappedRequests` during an attempt: abandon it, completing its Connect with
     /// `ND_CANCELED` (IND2Connector::Connect remarks).
     fn abandon(attempt: Self::Connecting);
-    /// `Reject` on the passive side: send the refusal with `private_data`, best effort.
-    fn reject_incoming(incoming: Self::Incoming, private_data: &[u8]);
+    /// `Reject` on the passive side: send the refusal with `private_data`.
+    /// `ND_CONNECTION_ABORTED` when the connecting peer had already gone, so nobody heard it
+    /// (IND2Connector::Reject: "the connecting peer abandoned the connection establishment").
+    fn reject_incoming(incoming: Self::Incoming, private_data: &[u8]) -> Result<()>;
     /// `Reject` on the active side after the peer accepted: close, so that the passive
     /// Accept completes with `ND_CONNECTION_REFUSED` (`nd-reference.md` D9).
     fn decline(connected: Self::Connected);
@@ -111,6 +113,9 @@ pub struct ConnectorState<T: Transport> {
     pub peer_private_data: Vec<u8>,
     /// `GetReadLimits`, from this side's point of view.
     pub limits: ReadLimits,
+    /// The last Connect was refused by the peer's Reject (set by [`Self::refused_by_peer`]):
+    /// `GetPrivateData` reports the Reject's private data until the next Connect.
+    pub refused: bool,
 }
 
 impl<T: Transport> fmt::Debug for ConnectorState<T> {
@@ -132,6 +137,7 @@ impl<T: Transport> Default for ConnectorState<T> {
             peer: None,
             peer_private_data: Vec::new(),
             limits: ReadLimits::default(),
+            refused: false,
         }
     }
 }
@@ -196,12 +202,24 @@ impl<T: Transport> ConnectorState<T> {
             if *a == addr || (addr.port() == 0 && a.ip() == addr.ip())))
     }
 
-    /// `Connect` under the lock: `ND_CONNECTION_ACTIVE` unless idle.
-    pub fn check_idle(&self) -> Result<()> {
+    /// `Connect` under the lock: `ND_CONNECTION_ACTIVE` unless idle. A Connect that goes
+    /// ahead forgets an earlier refusal's private data.
+    pub fn check_idle(&mut self) -> Result<()> {
         if !self.is_fresh() {
             return fail(Status::CONNECTION_ACTIVE);
         }
+        self.refused = false;
         Ok(())
+    }
+
+    /// The peer answered our Connect with a Reject (or its listener's backlog was full):
+    /// `ND_CONNECTION_REFUSED`, which "may be retried" (`nd-reference.md` §2.10 Connect), so
+    /// the connector is idle again, as after a refusal for want of a listener, and
+    /// `GetPrivateData` reports `private_data` until the next Connect.
+    pub fn refused_by_peer(&mut self, private_data: Vec<u8>) {
+        self.peer_private_data = private_data;
+        self.refused = true;
+        self.state = State::Idle;
     }
 
     /// What `Bind` prepared, for a Connect to `dest` (`None`: the provider binds an ephemeral
@@ -251,12 +269,13 @@ impl<T: Transport> ConnectorState<T> {
         }
     }
 
-    /// `Reject`: refuse a request ([`Transport::reject_incoming`]) or, on the active side,
-    /// decline the peer's acceptance ([`Transport::decline`]); either way the connector is
-    /// done. `ND_CONNECTION_INVALID` in any other state, which is then unchanged.
+    /// `Reject`: refuse a request ([`Transport::reject_incoming`], `ND_CONNECTION_ABORTED`
+    /// if its peer had gone) or, on the active side, decline the peer's acceptance
+    /// ([`Transport::decline`]); either way the connector is done. `ND_CONNECTION_INVALID` in
+    /// any other state, which is then unchanged.
     pub fn reject(&mut self, private_data: &[u8]) -> Result<()> {
         match std::mem::replace(&mut self.state, State::Done) {
-            State::Incoming(inc) => T::reject_incoming(inc, private_data),
+            State::Incoming(inc) => return T::reject_incoming(inc, private_data),
             State::Connected(c) => T::decline(c),
             other => {
                 self.state = other;
@@ -282,6 +301,7 @@ impl<T: Transport> ConnectorState<T> {
             State::Incoming(_) | State::Connected(_) | State::Attached(_) | State::Done => {
                 Ok(self.peer_private_data.clone())
             }
+            State::Idle if self.refused => Ok(self.peer_private_data.clone()),
             _ => fail(Status::CONNECTION_INVALID),
         }
     }
@@ -385,7 +405,9 @@ mod tests {
         type Incoming = u16;
         type Qp = Qp;
         fn abandon(_: ()) {}
-        fn reject_incoming(_: u16, _: &[u8]) {}
+        fn reject_incoming(_: u16, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
         fn decline(_: u8) {}
     }
 
@@ -510,5 +532,22 @@ mod tests {
         assert!(matches!(c.state, State::Done));
         assert_eq!(c.private_data(), Ok(vec![5]), "still readable after Reject");
         invalid(c.peer_address());
+    }
+
+    #[test]
+    fn a_peers_reject_leaves_the_connector_retryable() {
+        let mut c = ConnectorState::<Test>::new();
+        c.state = State::Connecting(());
+        c.refused_by_peer(vec![7, 8]);
+        assert!(c.is_fresh(), "ND_CONNECTION_REFUSED may be retried");
+        assert_eq!(
+            c.private_data(),
+            Ok(vec![7, 8]),
+            "the Reject's private data"
+        );
+        invalid(c.read_limits());
+        invalid(c.local_address());
+        assert_eq!(c.check_idle(), Ok(()), "a second Connect may start");
+        invalid(c.private_data());
     }
 }

@@ -1275,6 +1275,9 @@ impl TcpQp {
         let mut g = self.lock();
         if let Some(a) = g.accept.take() {
             a.complete(Status::CANCELED);
+            // The same CancelOverlappedRequests cancels a NotifyDisconnect posted meanwhile
+            // (R-CANCEL-1), after the Accept (FIFO), not with the success the close gives it.
+            g.disconnect_waiters.cancel_all();
             self.close(&mut g, Status::CANCELED, Ending::Abort);
         }
     }
