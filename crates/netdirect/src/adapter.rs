@@ -134,8 +134,9 @@ impl Adapter {
     }
 
     /// `CreateQueuePair`. Errors: receive CQ `_2`, initiator CQ `_3`, receive depth `_5`,
-    /// initiator depth `_6`, receive SGEs `_7`, initiator SGEs `_8`, inline size `_9`.
-    /// `context` comes back in every completion as `NdResult::qp_context`.
+    /// initiator depth `_6`, receive SGEs `_7`, initiator SGEs `_8`, inline size `_9`, each for
+    /// a value beyond the adapter's limit (`Adapter::query`). A depth of 0 is allowed and
+    /// gets a queue of one. `context` comes back in every completion as `NdResult::qp_context`.
     pub fn create_queue_pair(
         &self,
         receive_cq: &CompletionQueue,

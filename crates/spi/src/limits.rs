@@ -36,8 +36,10 @@ pub fn shared_receive_queue(info: &AdapterInfo, depth: u32, max_request_sge: u32
 /// without SRQs; initiator depth `_6`, initiator SGEs `_7`, inline size `_8`).
 pub fn queue_pair(info: &AdapterInfo, cfg: &QueuePairConfig) -> Result<()> {
     let i = info;
-    let initiator =
-        cfg.initiator_queue_depth > 0 && cfg.initiator_queue_depth <= i.max_initiator_queue_depth;
+    // Only a depth beyond the adapter's limit is an error (IND2Adapter::CreateQueuePair: "exceeded
+    // the limits"); a depth of 0 gets a queue of one, as "providers are free to return more
+    // resources than requested" (a one-sided-only queue pair asks for no Receives).
+    let initiator = cfg.initiator_queue_depth <= i.max_initiator_queue_depth;
     if cfg.srq.is_some() {
         if i.max_shared_receive_queue_depth == 0 {
             return Err(Error::new(Status::NOT_SUPPORTED));
@@ -46,10 +48,7 @@ pub fn queue_pair(info: &AdapterInfo, cfg: &QueuePairConfig) -> Result<()> {
         check(cfg.max_initiator_request_sge <= i.max_initiator_sge, 7)?;
         return check(cfg.inline_data_size <= i.max_inline_data_size, 8);
     }
-    check(
-        cfg.receive_queue_depth > 0 && cfg.receive_queue_depth <= i.max_receive_queue_depth,
-        5,
-    )?;
+    check(cfg.receive_queue_depth <= i.max_receive_queue_depth, 5)?;
     check(initiator, 6)?;
     check(cfg.max_receive_request_sge <= i.max_receive_sge, 7)?;
     check(cfg.max_initiator_request_sge <= i.max_initiator_sge, 8)?;

@@ -184,6 +184,7 @@ impl<T: Transport> ConnectorState<T> {
         self.peer = Some(peer);
         self.peer_private_data = private_data;
         self.limits = limits;
+        self.refused = false;
         self.state = State::Incoming(incoming);
     }
 
