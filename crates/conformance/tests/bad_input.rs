@@ -11,9 +11,12 @@
 // mistaken attempt at a Vec of the range's elements.
 #![allow(clippy::single_range_in_vec_init)]
 
+mod common;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 
+use common::read_mpa;
 use netdirect::{Provider, Status};
 use netdirect_conformance::check::{
     expect_bytes, expect_results, next_results, wait_ok, Check, Context, Expect, WAIT,
@@ -60,24 +63,7 @@ fn handshake(s: &mut TcpStream, private_data: &[u8]) -> Check<InitiatorOutcome> 
         probe: false,
     });
     s.write_all(&init.request()).ctx("send MPA Request")?;
-    let mut buf = Vec::new();
-    loop {
-        let mut chunk = [0u8; 1024];
-        let n = s.read(&mut chunk).ctx("read MPA Reply")?;
-        ensure!(n > 0, "the server closed before its MPA Reply");
-        buf.extend_from_slice(&chunk[..n]);
-        match init.handle_reply(&buf) {
-            Ok(None) => continue,
-            Ok(Some((outcome, used))) => {
-                ensure!(
-                    used == buf.len(),
-                    "bytes after the MPA Reply before our RTR (RFC 5044 §7.1.2 rule 4)"
-                );
-                return Ok(outcome);
-            }
-            Err(e) => return Err(Failure(format!("bad MPA Reply: {e}"))),
-        }
-    }
+    read_mpa(s, "MPA Reply", |b| init.handle_reply(b))
 }
 
 /// Read until the server closes the connection (EOF or reset).

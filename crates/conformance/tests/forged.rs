@@ -19,7 +19,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::ops::Range;
 use std::sync::mpsc;
 
-use common::Segments;
+use common::{read_mpa, Segments};
 use netdirect::{MemoryRegion, MemoryWindow, MrFlags, OpFlags, Provider, Status};
 use netdirect_conformance::check::{
     expect_bytes, fast_pattern, next_results, wait_ok, Check, Context, Expect, WAIT,
@@ -413,26 +413,9 @@ fn raw_handshake(addr: SocketAddr) -> Check<(TcpStream, Negotiated)> {
         probe: false,
     });
     s.write_all(&init.request()).ctx("send MPA Request")?;
-    let mut buf = Vec::new();
-    let neg = loop {
-        let mut chunk = [0u8; 1024];
-        let n = s.read(&mut chunk).ctx("read MPA Reply")?;
-        ensure!(n > 0, "the server closed before its MPA Reply");
-        buf.extend_from_slice(&chunk[..n]);
-        match init.handle_reply(&buf) {
-            Ok(None) => continue,
-            Ok(Some((InitiatorOutcome::Accepted(neg), used))) => {
-                ensure!(
-                    used == buf.len(),
-                    "bytes after the MPA Reply before our RTR"
-                );
-                break neg;
-            }
-            Ok(Some((InitiatorOutcome::Rejected { .. }, _))) => {
-                return Err(Failure("rejected".into()))
-            }
-            Err(e) => return Err(Failure(format!("bad MPA Reply: {e}"))),
-        }
+    let neg = match read_mpa(&mut s, "MPA Reply", |b| init.handle_reply(b))? {
+        InitiatorOutcome::Accepted(neg) => neg,
+        InitiatorOutcome::Rejected { .. } => return Err(Failure("rejected".into())),
     };
     ensure!(
         !neg.probe,

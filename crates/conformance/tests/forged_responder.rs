@@ -24,11 +24,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
 
-use common::Segments;
+use common::{read_mpa, Segments};
 use netdirect::{OpFlags, Provider, RequestType, Status};
 use netdirect_conformance::check::{
     expect_bytes, expect_results, fast_pattern, next_results, wait_ok, Check, Context, Expect, WAIT,
@@ -216,21 +216,7 @@ impl Raw {
         s.set_read_timeout(Some(WAIT)).ctx("set_read_timeout")?;
         s.set_nodelay(true).ctx("set_nodelay")?;
         let mut r = Responder::new();
-        let mut buf = Vec::new();
-        let req = loop {
-            let mut chunk = [0u8; 1024];
-            let n = s.read(&mut chunk).ctx("read MPA Request")?;
-            ensure!(n > 0, "the ND side closed before its MPA Request");
-            buf.extend_from_slice(&chunk[..n]);
-            match r.handle_request(&buf) {
-                Ok(None) => continue,
-                Ok(Some((req, used))) => {
-                    ensure_eq!(used, buf.len(), "bytes after the MPA Request");
-                    break req;
-                }
-                Err(e) => return Err(Failure(format!("bad MPA Request: {e}"))),
-            }
-        };
+        let req = read_mpa(&mut s, "MPA Request", |b| r.handle_request(b))?;
         ensure!(
             req.probe,
             "the ND initiator did not offer the Write completion probe"

@@ -616,28 +616,39 @@ fn a_connect_to_another_local_address_is_refused_and_retryable() {
     });
 }
 
-/// A connection request on its way: `client` Connects (`cov` pending) to a listener at
+/// A connection request on its way: `client` Connects (`cov` pending) to `listener` at
 /// `laddr`, whose GetConnectionRequest gave it to `server`'s connector, not answered yet.
 struct Requested {
-    _l: netdirect::Listener,
+    listener: netdirect::Listener,
     laddr: SocketAddr,
     server: Side,
     client: Side,
     cov: Overlapped,
 }
 
+/// [`Requested`] with both sides on one adapter of `p`.
 fn requested(p: &Provider, ip: IpAddr) -> Check<Requested> {
     let a = open(p, ip)?;
-    let (l, laddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
-    let server = Side::on(&a, SideConfig::default())?;
-    let client = Side::on(&a, SideConfig::default())?;
-    let gcr = l
+    requested_between(&a, &a, ip)
+}
+
+/// [`Requested`] from a side on `client_adapter` to one on `server_adapter`.
+fn requested_between(
+    server_adapter: &netdirect::Adapter,
+    client_adapter: &netdirect::Adapter,
+    ip: IpAddr,
+) -> Check<Requested> {
+    let (listener, laddr) =
+        netdirect_conformance::side::listen(server_adapter, SocketAddr::new(ip, 0), 4)?;
+    let server = Side::on(server_adapter, SideConfig::default())?;
+    let client = Side::on(client_adapter, SideConfig::default())?;
+    let gcr = listener
         .get_connection_request(&server.connector)
         .ctx("GetConnectionRequest")?;
     let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
     wait_ok(&gcr, "GetConnectionRequest")?;
     Ok(Requested {
-        _l: l,
+        listener,
         laddr,
         server,
         client,
@@ -656,7 +667,7 @@ fn answering_a_request_whose_connecting_side_gave_up_is_aborted() {
         for (release, reject) in [(false, false), (true, false), (false, true), (true, true)] {
             let how = if release { "released" } else { "cancelled" };
             let Requested {
-                _l,
+                listener: _listener,
                 laddr,
                 server,
                 client,
@@ -709,7 +720,7 @@ fn cancelling_a_pending_accept_cancels_notify_disconnect_too() {
     each("cancel-pending-accept", |p, ip| {
         // Every part kept: the client must live to take the Accept.
         let Requested {
-            _l,
+            listener: _listener,
             server,
             client: _client,
             cov,
@@ -877,14 +888,13 @@ fn a_connection_attached_while_another_thread_sleeps_is_watched() {
     each("accept-while-another-leads", |p, ip| {
         let server = open(p, ip)?;
         let client = open(p, ip)?;
-        let (l, laddr) = netdirect_conformance::side::listen(&server, SocketAddr::new(ip, 0), 4)?;
-        let s = Side::on(&server, SideConfig::default())?;
-        let c = Side::on(&client, SideConfig::default())?;
-        let gcr = l
-            .get_connection_request(&s.connector)
-            .ctx("GetConnectionRequest")?;
-        let cov = c.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
-        wait_ok(&gcr, "GetConnectionRequest")?;
+        let Requested {
+            listener: l,
+            server: s,
+            client: c,
+            cov,
+            ..
+        } = requested_between(&server, &client, ip)?;
         // The other thread: asleep in the server adapter's wait, on a request that never comes.
         let idle = server.create_connector().ctx("connector")?;
         let never = l

@@ -1,9 +1,13 @@
-//! What the raw-socket tests share: the FPDUs an ND side sends, read off a plain TCP stream
-//! through the wire crate's deframer, one whole segment at a time.
+//! What the raw-socket tests share: the MPA handshake message an ND side sends, and then its
+//! FPDUs, read off a plain TCP stream through the wire crate's parsers. Each test binary uses
+//! the part it needs.
+
+#![allow(dead_code)]
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
 
+use netdirect_conformance::check::Context;
 use netdirect_conformance::{ensure, Check, Failure};
 use netdirect_wire::fpdu::{Deframer, Event, SegmentHeader};
 
@@ -62,6 +66,32 @@ impl Segments {
                 Some(Event::End) => return Ok(cur),
                 None => {}
             }
+        }
+    }
+}
+
+/// Read the ND side's MPA Request or Reply (`what`) off `s`: `parse` is the wire crate's
+/// `Responder::handle_request` or `Initiator::handle_reply` over the bytes so far. No byte may
+/// follow it, as the ND side sends nothing more until it hears from us (RFC 5044 §7.1.2
+/// rule 4).
+pub(crate) fn read_mpa<T, E: std::fmt::Display>(
+    s: &mut TcpStream,
+    what: &str,
+    mut parse: impl FnMut(&[u8]) -> Result<Option<(T, usize)>, E>,
+) -> Check<T> {
+    let mut buf = Vec::new();
+    loop {
+        let mut chunk = [0u8; 1024];
+        let n = s.read(&mut chunk).ctx(&format!("read the {what}"))?;
+        ensure!(n > 0, "the ND side closed before its {what}");
+        buf.extend_from_slice(&chunk[..n]);
+        let parsed = parse(&buf).map_err(|e| Failure(format!("bad {what}: {e}")))?;
+        if let Some((msg, used)) = parsed {
+            ensure!(
+                used == buf.len(),
+                "bytes after the {what} (RFC 5044 §7.1.2 rule 4)"
+            );
+            return Ok(msg);
         }
     }
 }

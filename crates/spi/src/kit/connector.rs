@@ -60,6 +60,10 @@ pub trait AttachedQp {
 pub enum State<T: Transport> {
     /// Fresh (or bound with `Bind`): may Connect, or receive a request from a listener.
     Idle,
+    /// The peer refused our Connect (its Reject, or a full backlog): idle again, as
+    /// `ND_CONNECTION_REFUSED` "may be retried" (`nd-reference.md` §2.10 Connect), with the
+    /// Reject's private data for `GetPrivateData` until the next Connect.
+    Refused,
     /// Connect in progress.
     Connecting(T::Connecting),
     /// Active side: the peer accepted; waiting for CompleteConnect or Reject.
@@ -76,6 +80,7 @@ impl<T: Transport> fmt::Debug for State<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Idle => "Idle",
+            Self::Refused => "Refused",
             Self::Connecting(_) => "Connecting",
             Self::Connected(_) => "Connected",
             Self::Incoming(_) => "Incoming",
@@ -113,9 +118,6 @@ pub struct ConnectorState<T: Transport> {
     pub peer_private_data: Vec<u8>,
     /// `GetReadLimits`, from this side's point of view.
     pub limits: ReadLimits,
-    /// The last Connect was refused by the peer's Reject (set by [`Self::refused_by_peer`]):
-    /// `GetPrivateData` reports the Reject's private data until the next Connect.
-    pub refused: bool,
 }
 
 impl<T: Transport> fmt::Debug for ConnectorState<T> {
@@ -137,7 +139,6 @@ impl<T: Transport> Default for ConnectorState<T> {
             peer: None,
             peer_private_data: Vec::new(),
             limits: ReadLimits::default(),
-            refused: false,
         }
     }
 }
@@ -166,7 +167,7 @@ impl<T: Transport> ConnectorState<T> {
 
     /// Whether a listener may give this connector a request.
     pub fn is_fresh(&self) -> bool {
-        matches!(self.state, State::Idle)
+        matches!(self.state, State::Idle | State::Refused)
     }
 
     /// A listener hands over a request (`GetConnectionRequest` completed): the accessors
@@ -184,7 +185,6 @@ impl<T: Transport> ConnectorState<T> {
         self.peer = Some(peer);
         self.peer_private_data = private_data;
         self.limits = limits;
-        self.refused = false;
         self.state = State::Incoming(incoming);
     }
 
@@ -203,24 +203,19 @@ impl<T: Transport> ConnectorState<T> {
             if *a == addr || (addr.port() == 0 && a.ip() == addr.ip())))
     }
 
-    /// `Connect` under the lock: `ND_CONNECTION_ACTIVE` unless idle. A Connect that goes
-    /// ahead forgets an earlier refusal's private data.
-    pub fn check_idle(&mut self) -> Result<()> {
+    /// `Connect` under the lock: `ND_CONNECTION_ACTIVE` unless idle.
+    pub fn check_idle(&self) -> Result<()> {
         if !self.is_fresh() {
             return fail(Status::CONNECTION_ACTIVE);
         }
-        self.refused = false;
         Ok(())
     }
 
-    /// The peer answered our Connect with a Reject (or its listener's backlog was full):
-    /// `ND_CONNECTION_REFUSED`, which "may be retried" (`nd-reference.md` §2.10 Connect), so
-    /// the connector is idle again, as after a refusal for want of a listener, and
-    /// `GetPrivateData` reports `private_data` until the next Connect.
+    /// The peer answered our Connect with a Reject carrying `private_data` (or its
+    /// listener's backlog was full): [`State::Refused`].
     pub fn refused_by_peer(&mut self, private_data: Vec<u8>) {
         self.peer_private_data = private_data;
-        self.refused = true;
-        self.state = State::Idle;
+        self.state = State::Refused;
     }
 
     /// What `Bind` prepared, for a Connect to `dest` (`None`: the provider binds an ephemeral
@@ -299,10 +294,11 @@ impl<T: Transport> ConnectorState<T> {
     /// peer's private data); `ND_CONNECTION_INVALID` otherwise.
     pub fn private_data(&self) -> Result<Vec<u8>> {
         match self.state {
-            State::Incoming(_) | State::Connected(_) | State::Attached(_) | State::Done => {
-                Ok(self.peer_private_data.clone())
-            }
-            State::Idle if self.refused => Ok(self.peer_private_data.clone()),
+            State::Incoming(_)
+            | State::Connected(_)
+            | State::Attached(_)
+            | State::Done
+            | State::Refused => Ok(self.peer_private_data.clone()),
             _ => fail(Status::CONNECTION_INVALID),
         }
     }
@@ -311,8 +307,10 @@ impl<T: Transport> ConnectorState<T> {
     /// `ND_CONNECTION_INVALID` for a connector neither bound nor connecting, or done.
     pub fn local_address(&self) -> Result<SocketAddr> {
         match (&self.state, self.local, &self.bound) {
-            (State::Idle, _, Some((_, a))) => Ok(*a),
-            (State::Idle, _, None) | (State::Done, _, _) => fail(Status::CONNECTION_INVALID),
+            (State::Idle | State::Refused, _, Some((_, a))) => Ok(*a),
+            (State::Idle | State::Refused, _, None) | (State::Done, _, _) => {
+                fail(Status::CONNECTION_INVALID)
+            }
             (_, Some(a), _) => Ok(a),
             _ => fail(Status::CONNECTION_INVALID),
         }
@@ -549,6 +547,7 @@ mod tests {
         invalid(c.read_limits());
         invalid(c.local_address());
         assert_eq!(c.check_idle(), Ok(()), "a second Connect may start");
+        c.state = State::Connecting(());
         invalid(c.private_data());
     }
 }

@@ -152,7 +152,7 @@ where
         negotiate::check_private_data(private_data.len(), info.max_caller_data)?;
         let qp = P::downcast_qp(qp).ok_or(Error::invalid_parameter(1))?;
         check_connect_target(dest, qp.is_idle())?;
-        let mut g = self.lock();
+        let g = self.lock();
         g.check_idle()?;
         P::connect(self, g, qp, dest, limits, private_data)
     }
