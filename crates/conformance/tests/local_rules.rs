@@ -616,6 +616,93 @@ fn a_connect_to_another_local_address_is_refused_and_retryable() {
     });
 }
 
+/// An ND port belongs to an address, as a TCP port does, on every provider (IND2Listener::Bind:
+/// ND_SHARING_VIOLATION "when the address is already in use"): a listener on one address of
+/// the host leaves the same port free on another (ndmpic runs its processes on one host by
+/// giving each its own IP, R-CONN-2), the wildcard address clashes with the port on every
+/// address, and a Connect reaches the listener bound to its destination, or else its port's
+/// wildcard listener.
+#[test]
+fn a_port_belongs_to_an_address() {
+    each("port-per-address", |p, ip| {
+        let a = open(p, ip)?;
+        if ip.is_ipv6() {
+            // ::1 is the only IPv6 loopback address: the wildcard clash, and the families'
+            // ports kept apart (IPV6_V6ONLY: an IPv4 listener may have the same number).
+            let (_l, addr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+            let wild = a.create_listener().ctx("create listener")?;
+            let any6 = SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), addr.port());
+            expect_status(
+                wild.bind(any6),
+                Status::SHARING_VIOLATION,
+                "Bind [::] at the port [::1]'s listener has",
+            )?;
+            let v4 = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port());
+            netdirect_conformance::side::listen(&a, v4, 4)?;
+            return Ok(());
+        }
+        let at = |last: u8, port: u16| {
+            SocketAddr::new(std::net::Ipv4Addr::new(127, 0, 0, last).into(), port)
+        };
+        let any = |port: u16| SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), port);
+        let (one, addr) = netdirect_conformance::side::listen(&a, at(1, 0), 4)?;
+        let port = addr.port();
+        // The port 127.0.0.1's listener has is free on 127.0.0.2.
+        let (two, _) = netdirect_conformance::side::listen(&a, at(2, port), 4)?;
+        let wild = a.create_listener().ctx("create listener")?;
+        expect_status(
+            wild.bind(any(port)),
+            Status::SHARING_VIOLATION,
+            "Bind the wildcard address at a port listeners on two addresses have",
+        )?;
+        // Each Connect reaches its own address's listener, and only that one.
+        let (s1, s2) = (
+            Side::on(&a, SideConfig::default())?,
+            Side::on(&a, SideConfig::default())?,
+        );
+        let gcr1 = one
+            .get_connection_request(&s1.connector)
+            .ctx("GetConnectionRequest")?;
+        let gcr2 = two
+            .get_connection_request(&s2.connector)
+            .ctx("GetConnectionRequest")?;
+        let client = Side::on(&a, SideConfig::default())?;
+        let _cov = client.connect(any(0), at(2, port), 0, 0, &[])?;
+        wait_ok(&gcr2, "GetConnectionRequest on 127.0.0.2's listener")?;
+        expect_pending(&gcr1, "GetConnectionRequest on 127.0.0.1's listener")?;
+        ensure_eq!(
+            s2.connector
+                .get_local_address()
+                .ctx("the request's local address")?,
+            at(2, port),
+            "the request's local address"
+        );
+        // A wildcard listener: its port is taken on every address, and serves each of them.
+        let (wild, waddr) = netdirect_conformance::side::listen(&a, any(0), 4)?;
+        let taken = a.create_listener().ctx("create listener")?;
+        expect_status(
+            taken.bind(at(3, waddr.port())),
+            Status::SHARING_VIOLATION,
+            "Bind 127.0.0.3 at a wildcard listener's port",
+        )?;
+        let s3 = Side::on(&a, SideConfig::default())?;
+        let gcr3 = wild
+            .get_connection_request(&s3.connector)
+            .ctx("GetConnectionRequest")?;
+        let client3 = Side::on(&a, SideConfig::default())?;
+        let _cov3 = client3.connect(any(0), at(3, waddr.port()), 0, 0, &[])?;
+        wait_ok(&gcr3, "GetConnectionRequest on the wildcard listener")?;
+        ensure_eq!(
+            s3.connector
+                .get_local_address()
+                .ctx("the request's local address")?,
+            at(3, waddr.port()),
+            "the wildcard listener's request's local address"
+        );
+        Ok(())
+    });
+}
+
 /// A connection request on its way: `client` Connects (`cov` pending) to `listener` at
 /// `laddr`, whose GetConnectionRequest gave it to `server`'s connector, not answered yet.
 struct Requested {

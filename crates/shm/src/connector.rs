@@ -7,7 +7,7 @@
 //! sends ACCEPT and completes when that RTR arrives. Read limits are negotiated exactly as the
 //! `tcp` provider does over MPA v2.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, MutexGuard, Weak};
 
@@ -22,8 +22,8 @@ use netdirect_spi::{fail, AdapterInfo, Error, ReadLimits, Result, Status};
 use crate::adapter::Shared;
 use crate::engine::{Registered, Source};
 use crate::link::Link;
-use crate::listener::{claim_status, Incoming};
-use crate::proto::{self, Msg, Recv, Request, Space};
+use crate::listener::Incoming;
+use crate::proto::{self, Msg, Port, Recv, Request, Space};
 use crate::qp::{Conn, ShmQp};
 use crate::segment::Segment;
 use crate::Shm;
@@ -31,6 +31,8 @@ use crate::Shm;
 /// An active connection attempt: REQUEST sent, waiting for ACCEPT or REJECT.
 pub(crate) struct Connecting {
     sock: Registered,
+    /// The local port, held for the connection's life.
+    port: Port,
     qp: Arc<ShmQp>,
     ov: OvCompleter,
     seg: Segment,
@@ -41,14 +43,15 @@ pub(crate) struct Connecting {
 /// Active side, the peer accepted: what CompleteConnect maps onto the queue pair.
 pub(crate) struct Connected {
     sock: OwnedFd,
+    port: Port,
     qp: Arc<ShmQp>,
     seg: Segment,
     peer_seg_addr: u64,
 }
 
 impl Transport for Shm {
-    /// The socket holding the local port's name.
-    type Bound = OwnedFd;
+    /// The local port.
+    type Bound = Port;
     type Connecting = Connecting;
     type Connected = Connected;
     type Incoming = Incoming;
@@ -67,8 +70,8 @@ impl Transport for Shm {
     }
 
     fn decline(connected: Connected) {
-        // Closing the socket is the whole message.
-        drop(connected.sock);
+        // Closing the socket is the whole message; the port goes with it.
+        drop(connected);
     }
 }
 
@@ -112,6 +115,7 @@ fn drive(this: &ShmConnector) {
     }
     let State::Connecting(Connecting {
         sock,
+        port,
         qp,
         ov,
         seg,
@@ -142,6 +146,7 @@ fn drive(this: &ShmConnector) {
             };
             g.state = State::Connected(Connected {
                 sock,
+                port,
                 qp,
                 seg,
                 peer_seg_addr: seg_addr,
@@ -199,12 +204,10 @@ impl ConnectorProvider for Shm {
             return Ok(());
         }
         g.bound = None;
-        let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        let port = proto::claim(&s, Space::Connector, addr.is_ipv6(), addr.port())
-            .map_err(|e| Error::new(claim_status(e)))?;
-        let local = SocketAddr::new(addr.ip(), port);
+        let (port, n) = proto::reserve(Space::Connector, addr).map_err(Error::new)?;
+        let local = SocketAddr::new(addr.ip(), n);
         g.local = Some(local);
-        g.bound = Some((s, local));
+        g.bound = Some((port, local));
         Ok(())
     }
 
@@ -223,18 +226,13 @@ impl ConnectorProvider for Shm {
         }
         // Whether the socket is the one `Bind` made: only that one outlives a failed attempt.
         let bound_before = g.local;
-        let (sock, bound, from_bind) = match g.take_bound_for(dest)? {
-            Some((s, b)) => (s, b, true),
+        let (port, bound, from_bind) = match g.take_bound_for(dest)? {
+            Some((p, b)) => (p, b, true),
             None => {
-                let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-                let port = proto::claim(&s, Space::Connector, dest.is_ipv6(), 0)
-                    .map_err(|e| Error::new(claim_status(e)))?;
-                let any: IpAddr = if dest.is_ipv6() {
-                    std::net::Ipv6Addr::UNSPECIFIED.into()
-                } else {
-                    std::net::Ipv4Addr::UNSPECIFIED.into()
-                };
-                (s, SocketAddr::new(any, port), false)
+                // As `tcp` binds an unbound connector: the wildcard address, port 0.
+                let any = SocketAddr::new(proto::unspecified_like(dest.ip()), 0);
+                let (p, n) = proto::reserve(Space::Connector, any).map_err(Error::new)?;
+                (p, SocketAddr::new(any.ip(), n), false)
             }
         };
         // A wildcard local address becomes the address the peer is reached at (same host).
@@ -247,16 +245,20 @@ impl ConnectorProvider for Shm {
         g.local = Some(local);
         let params = this.adapter().config.params;
         // A failed attempt leaves the connector as it was: bound if `Bind` bound it (and
-        // usable for another Connect), else unbound (the ephemeral port goes with its socket).
-        let restore = |g: &mut MutexGuard<'_, Inner>, sock: OwnedFd| {
+        // usable for another Connect), else unbound (the ephemeral port goes).
+        let restore = |g: &mut MutexGuard<'_, Inner>, port: Port| {
             if from_bind {
-                g.bound = Some((sock, bound));
+                g.bound = Some((port, bound));
             } else {
                 g.local = bound_before;
             }
         };
+        let Ok(sock) = proto::socket() else {
+            restore(&mut g, port);
+            return fail(Status::INSUFFICIENT_RESOURCES);
+        };
         let Ok((seg, memfd)) = Segment::create(params) else {
-            restore(&mut g, sock);
+            restore(&mut g, port);
             return fail(Status::INSUFFICIENT_RESOURCES);
         };
         let offered = negotiate::offer(&this.adapter().info, limits);
@@ -269,24 +271,12 @@ impl ConnectorProvider for Shm {
             seg_addr: seg.addr(),
             private_data: private_data.to_vec(),
         };
-        let refused = |g: &mut MutexGuard<'_, Inner>, sock: OwnedFd| {
-            // Nobody listens: the connector stays usable for another Connect.
-            restore(g, sock);
-            Ok(Overlapped::completed(
-                this.adapter().engine.clone(),
-                Status::CONNECTION_REFUSED,
-            ))
-        };
-        match rustix::net::connect(
-            &sock,
-            &proto::name(Space::Listener, dest.is_ipv6(), dest.port()),
-        ) {
-            Ok(()) => {}
-            Err(_) => return refused(&mut g, sock),
-        }
-        if proto::send(&sock, &Msg::Request(request), Some(memfd.as_fd())).is_err() {
-            // Connected sockets cannot be connected again: a retry claims the port afresh.
-            drop(sock);
+        if proto::connect_listener(&sock, dest).is_err()
+            || proto::send(&sock, &Msg::Request(request), Some(memfd.as_fd())).is_err()
+        {
+            // Nobody listens (or the listener went away at once): the connector stays usable
+            // for another Connect.
+            restore(&mut g, port);
             return Ok(Overlapped::completed(engine, Status::CONNECTION_REFUSED));
         }
         // The peer has its own descriptor now; our mapping keeps the memory alive.
@@ -308,6 +298,7 @@ impl ConnectorProvider for Shm {
         g.peer = Some(dest);
         g.state = State::Connecting(Connecting {
             sock: reg,
+            port,
             qp,
             ov: c,
             seg,
@@ -322,6 +313,7 @@ impl ConnectorProvider for Shm {
         let mut g = this.lock();
         let Connected {
             sock,
+            port,
             qp,
             seg,
             peer_seg_addr,
@@ -330,7 +322,7 @@ impl ConnectorProvider for Shm {
             &this.adapter().engine,
             seg,
             0,
-            sock,
+            (sock, Some(port)),
             peer_seg_addr,
             qp.weak(),
         )
@@ -382,7 +374,7 @@ impl ConnectorProvider for Shm {
             &this.adapter().engine,
             inc.seg,
             1,
-            inc.sock,
+            (inc.sock, None),
             inc.request.seg_addr,
             qp.weak(),
         )

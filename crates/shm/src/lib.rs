@@ -7,15 +7,16 @@
 //!
 //! # Design
 //!
-//! **Rendezvous** (`proto`, `listener`, `connector`). An ND port is a name in the Linux
-//! *abstract* Unix-socket namespace (`\0netdirect-shm/L4/<port>` for a listener,
-//! `\0netdirect-shm/C4/<port>` for a connector's local port; `L6`/`C6` for IPv6). Abstract names
-//! are not files: they vanish with the last descriptor of their socket, so a crashed process
-//! leaves nothing behind, and a taken name is `EADDRINUSE` (`ND_SHARING_VIOLATION`); port 0
-//! picks a free one in 49152–65535. `Connect` creates the connection's segment with
-//! `memfd_create` (sealed against shrinking and growing), connects a `SOCK_SEQPACKET` socket to
-//! the listener's name and sends a REQUEST (read limits, ring sizes, addresses, private data)
-//! with the memfd attached (`SCM_RIGHTS`). The listener checks the request and the descriptor
+//! **Rendezvous** (`proto`, `listener`, `connector`). An ND port is held in the kernel's port
+//! space by a socket bound to it that carries nothing (a listener's in TCP's, a connector's in
+//! UDP's, so the two stay apart, R-CONN-2): the kernel's bind rules decide every clash, across
+//! processes, as for `tcp` (`ND_SHARING_VIOLATION`), and a crashed process's ports go with it;
+//! port 0 picks a free one in 49152–65535. A listener waits on the *abstract* Unix-socket name
+//! of its address (`\0netdirect-shm/L/<ip>/<port>`; not a file, so nothing is left behind).
+//! `Connect` creates the connection's segment with `memfd_create` (sealed against shrinking and
+//! growing), connects a `SOCK_SEQPACKET` socket to the listener's name (the destination's, else
+//! its family's wildcard listener's) and sends a REQUEST (read limits, ring sizes, addresses,
+//! private data) with the memfd attached (`SCM_RIGHTS`). The listener checks the request and the descriptor
 //! (a sealed memfd of exactly the announced size) and hands it to `GetConnectionRequest`;
 //! `Accept` answers ACCEPT (limits clamped as `tcp` clamps them) or `Reject` answers REJECT.
 //! `CompleteConnect` writes an RTR record as the first record of the active side's ring; the

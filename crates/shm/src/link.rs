@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use netdirect_spi::kit::overlapped::Driver;
 
 use crate::engine::{Engine, Registered, Source};
-use crate::proto::{self, Msg, Recv};
+use crate::proto::{self, Msg, Port, Recv};
 use crate::qp::ShmQp;
 use crate::ring::{wake, Consumer, RingMem};
 use crate::segment::{Chan, Segment, SideLine};
@@ -22,10 +22,10 @@ pub(crate) struct Link {
     side: usize,
     /// The socket, in the engine's epoll set until the peer's end-of-file.
     reg: Mutex<Option<Registered>>,
-    /// The same socket, for sending (kept after it leaves the epoll set), until the local
-    /// side closes: then it is closed, which frees its name (a connector's port) even while
-    /// a completion queue still polls this `Link` (`ShmCq`'s lock-free slots).
-    sock: Mutex<Option<OwnedFd>>,
+    /// The same socket, for sending (kept after it leaves the epoll set), and the active
+    /// side's local port, until the local side closes: then both are closed, which frees the
+    /// port even while a completion queue still polls this `Link` (`ShmCq`'s lock-free slots).
+    sock: Mutex<Option<(OwnedFd, Option<Port>)>>,
     engine: Arc<Engine>,
     link_key: AtomicU64,
     qp: Weak<ShmQp>,
@@ -66,12 +66,13 @@ impl fmt::Debug for Link {
 }
 
 impl Link {
-    /// Adopt a connected socket and a mapped segment for queue pair `qp`.
+    /// Adopt a connected socket (with the active side's local port) and a mapped segment for
+    /// queue pair `qp`.
     pub(crate) fn new(
         engine: &Arc<Engine>,
         seg: Segment,
         side: usize,
-        sock: OwnedFd,
+        (sock, port): (OwnedFd, Option<Port>),
         peer_seg_addr: u64,
         qp: Weak<ShmQp>,
     ) -> std::io::Result<Arc<Self>> {
@@ -87,7 +88,7 @@ impl Link {
                 seg,
                 side,
                 reg: Mutex::new(reg),
-                sock: Mutex::new(Some(send)),
+                sock: Mutex::new(Some((send, port))),
                 engine: engine.clone(),
                 link_key: AtomicU64::new(u64::MAX),
                 qp,
@@ -186,7 +187,7 @@ impl Link {
         fd: Option<std::os::fd::BorrowedFd<'_>>,
     ) -> Result<(), rustix::io::Errno> {
         match &*self.sock.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(s) => proto::send(s, msg, fd),
+            Some((s, _)) => proto::send(s, msg, fd),
             None => Err(rustix::io::Errno::PIPE),
         }
     }
@@ -194,7 +195,7 @@ impl Link {
     /// Receive a control message from the peer (end-of-file once the local side closed).
     pub(crate) fn recv_msg(&self) -> Recv {
         match &*self.sock.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(s) => proto::recv(s),
+            Some((s, _)) => proto::recv(s),
             None => Recv::Eof,
         }
     }
@@ -364,7 +365,7 @@ impl Link {
             return;
         }
         self.me().closed.store(1, Ordering::Release);
-        if let Some(s) = self.sock.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some((s, _port)) = self.sock.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // End-of-file for the peer, sent before the descriptor goes (closing alone would
             // not say it while another descriptor of the socket were open).
             let _ = rustix::net::shutdown(&s, rustix::net::Shutdown::Write);

@@ -1,5 +1,5 @@
-//! `IND2Listener` for the `shm` provider: a `SOCK_SEQPACKET` socket holding the abstract name of
-//! the ND port, and the reception of each connection's REQUEST (with the segment's memfd) until
+//! `IND2Listener` for the `shm` provider: the ND port (`proto::Port`), a `SOCK_SEQPACKET` socket
+//! holding the abstract name of the listener's address, and the reception of each connection's REQUEST (with the segment's memfd) until
 //! an application connector takes it with `GetConnectionRequest`.
 
 use std::fmt;
@@ -16,7 +16,7 @@ use rustix::io::Errno;
 use crate::adapter::Shared;
 use crate::connector::ShmConnector;
 use crate::engine::{Registered, Source};
-use crate::proto::{self, Msg, Recv, Request, Space};
+use crate::proto::{self, Msg, Port, Recv, Request, Space};
 use crate::segment::Segment;
 use crate::Shm;
 
@@ -38,18 +38,21 @@ impl fmt::Debug for Incoming {
     }
 }
 
-/// The ND status for a failed claim of a port name.
-pub(crate) fn claim_status(e: Errno) -> Status {
-    match e {
-        Errno::ADDRINUSE => Status::SHARING_VIOLATION,
-        Errno::AGAIN => Status::TOO_MANY_ADDRESSES,
-        _ => Status::INSUFFICIENT_RESOURCES,
-    }
+/// A bound listener: its port, and the socket holding its name.
+pub(crate) struct Bound {
+    port: Port,
+    sock: OwnedFd,
+}
+
+/// A listening listener: its port, and its socket in the engine's epoll set.
+pub(crate) struct Listening {
+    _port: Port,
+    sock: Registered,
 }
 
 impl Transport for Shm {
-    type Bound = OwnedFd;
-    type Listening = Registered;
+    type Bound = Bound;
+    type Listening = Listening;
     type Handshake = Handshake;
     type Incoming = Incoming;
     type Connector = ShmConnector;
@@ -70,31 +73,39 @@ impl ListenerProvider for Shm {
     fn bind(this: &ShmListener, addr: SocketAddr) -> Result<()> {
         let mut g = this.lock();
         g.check_bind(addr, crate::is_local(addr.ip()))?;
-        let s = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        let port = proto::claim(&s, Space::Listener, addr.is_ipv6(), addr.port())
-            .map_err(|e| Error::new(claim_status(e)))?;
-        g.local = Some(SocketAddr::new(addr.ip(), port));
-        g.bound = Some(s);
+        let (port, n) = proto::reserve(Space::Listener, addr).map_err(Error::new)?;
+        let local = SocketAddr::new(addr.ip(), n);
+        let sock = proto::socket().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+        // The port is ours, so the name is free: another process's listener on this address
+        // and port would hold the port too.
+        rustix::net::bind(&sock, &proto::listener_name(local))
+            .map_err(|_| Error::new(Status::SHARING_VIOLATION))?;
+        g.local = Some(local);
+        g.bound = Some(Bound { port, sock });
         Ok(())
     }
 
     fn listen(this: &ShmListener, backlog: u32) -> Result<()> {
         let mut g = this.lock();
-        let s = g.take_bound_for_listen()?;
+        let b = g.take_bound_for_listen()?;
         // The kernel's backlog holds Unix connections; ND's backlog counts requests waiting for
         // GetConnectionRequest, enforced in `deliver`. Backlog 0 means "no limit".
-        if rustix::net::listen(&s, 4096).is_err() {
-            g.bound = Some(s);
+        if rustix::net::listen(&b.sock, 4096).is_err() {
+            g.bound = Some(b);
             return fail(Status::INSUFFICIENT_RESOURCES);
         }
+        let Bound { port, sock } = b;
         g.set_backlog(backlog);
         let src: Weak<dyn Source> = this.me().clone();
         let reg = this
             .adapter()
             .engine
-            .register(s, src)
+            .register(sock, src)
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        g.listening = Some(reg);
+        g.listening = Some(Listening {
+            _port: port,
+            sock: reg,
+        });
         Ok(())
     }
 
@@ -114,7 +125,7 @@ impl ListenerProvider for Shm {
                 return;
             };
             let accepted = rustix::net::accept_with(
-                l.fd(),
+                l.sock.fd(),
                 rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC,
             );
             drop(g);

@@ -1,14 +1,19 @@
 //! The rendezvous: Unix-domain `SOCK_SEQPACKET` sockets in the Linux *abstract* namespace, and
 //! the few control messages the two sides exchange over them.
 //!
-//! Names (no file is ever created, so none can be left behind; a name disappears with the last
-//! descriptor of the socket that holds it):
+//! Ports and names:
 //!
-//! * `\0netdirect-shm/L4/<port>` (`L6` for IPv6): the listener holding that ND port. One shm
-//!   listener per port and address family on the host; the listener itself checks that the
-//!   destination IP of a request is one it serves.
-//! * `\0netdirect-shm/C4/<port>` (`C6`): a connector's local port, held by its socket for the
-//!   life of the connection. Connector and listener ports are separate spaces (R-CONN-2).
+//! * An ND port is held in the kernel's port space of its address family by a socket bound to
+//!   it that never listens, connects or carries a byte ([`Port`]): a listener's in the TCP
+//!   space, a connector's in the UDP space. The kernel's bind rules then decide every clash,
+//!   across processes, exactly as for `tcp`: the same port on two addresses of the host is two
+//!   ports, the wildcard address clashes with every address, IPv4 and IPv6 are apart. The two
+//!   spaces keep connector and listener ports apart (R-CONN-2: ndmpic binds connectors to
+//!   ports its peer listens on).
+//! * `\0netdirect-shm/L/<ip>/<port>`: the listener bound to that address (`<ip>` the wildcard
+//!   address for a wildcard listener) waits for connections on this abstract Unix name. No file
+//!   is ever created, so none can be left behind; the name disappears with the last descriptor
+//!   of its socket. Connectors' sockets have no name.
 //!
 //! Messages (little-endian; every one starts with the 4-byte magic, a version and a kind):
 //!
@@ -35,6 +40,9 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
 
+use netdirect_spi::kit::ports::{self, PortError};
+use netdirect_spi::Status;
+
 use crate::segment::Params;
 
 const MAGIC: [u8; 4] = *b"NDSH";
@@ -43,22 +51,92 @@ const VERSION: u8 = 1;
 /// The largest control message (a REQUEST with 252 bytes of private data is ~330).
 pub(crate) const MAX_MSG: usize = 512;
 
-/// Which name space a port belongs to.
+/// The abstract socket name of the listener bound to `addr`: one of this host's addresses,
+/// or its family's wildcard address, and the port. A Connect to `a` looks for the listener of
+/// `a`, then for the wildcard listener of its port ([`listener_names`]).
+pub(crate) fn listener_name(addr: SocketAddr) -> SocketAddrUnix {
+    let n = format!("netdirect-shm/L/{}/{}", addr.ip(), addr.port());
+    SocketAddrUnix::new_abstract_name(n.as_bytes()).expect("short name")
+}
+
+/// Where a Connect to `dest` looks for its listener, in order: bound to `dest` itself, or to
+/// the wildcard address of its family. At most one of them exists: the two ports clash in the
+/// TCP port space ([`Port`]).
+pub(crate) fn listener_names(dest: SocketAddr) -> [SocketAddrUnix; 2] {
+    let any = SocketAddr::new(unspecified_like(dest.ip()), dest.port());
+    [listener_name(dest), listener_name(any)]
+}
+
+/// Connect `sock` to the listener that serves `dest` ([`listener_names`]).
+pub(crate) fn connect_listener(sock: &OwnedFd, dest: SocketAddr) -> Result<(), Errno> {
+    let [exact, wildcard] = listener_names(dest);
+    match rustix::net::connect(sock, &exact) {
+        // No such name: nobody listens on `dest` itself (an unconnected socket may try again).
+        Err(Errno::CONNREFUSED) => rustix::net::connect(sock, &wildcard),
+        other => other,
+    }
+}
+
+/// The wildcard address of `ip`'s family.
+pub(crate) fn unspecified_like(ip: IpAddr) -> IpAddr {
+    if ip.is_ipv6() {
+        Ipv6Addr::UNSPECIFIED.into()
+    } else {
+        Ipv4Addr::UNSPECIFIED.into()
+    }
+}
+
+/// Which port space an ND port belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Space {
+    /// Listeners' ports: the kernel's TCP ports, where `tcp`'s listeners are too.
     Listener,
+    /// Connectors' local ports: the kernel's UDP ports, apart from listeners' (R-CONN-2).
     Connector,
 }
 
-/// The abstract socket name of an ND port.
-pub(crate) fn name(space: Space, v6: bool, port: u16) -> SocketAddrUnix {
-    let s = match space {
-        Space::Listener => 'L',
-        Space::Connector => 'C',
+/// An ND port of this provider, held by a kernel socket bound to it that never listens,
+/// connects or carries a byte (no peer can reach it; it only keeps the port), in the TCP or
+/// UDP port space ([`Space`]).
+///
+/// So the kernel's bind rules are ours, across processes: the same port on two addresses of
+/// the host is two ports, a port bound on the wildcard address clashes with that port on every
+/// address, and IPv4 and IPv6 ports are apart (`IPV6_V6ONLY`), as for `tcp`. No
+/// `SO_REUSEADDR`: a socket that never connects leaves no TIME_WAIT to rebind over, and without
+/// it a clash shows at `Bind`, where ND reports it.
+#[derive(Debug)]
+pub(crate) struct Port(#[allow(dead_code)] OwnedFd);
+
+/// Reserve `addr` in `space` (port 0: a free port of `kit::ports::EPHEMERAL`); the port
+/// chosen. Errors: `ND_SHARING_VIOLATION` for a port in use, `ND_TOO_MANY_ADDRESSES` when the
+/// range is exhausted, `ND_INVALID_ADDRESS` for an address not of this host,
+/// `ND_INSUFFICIENT_RESOURCES` otherwise.
+pub(crate) fn reserve(space: Space, addr: SocketAddr) -> Result<(Port, u16), Status> {
+    let family = if addr.is_ipv6() {
+        AddressFamily::INET6
+    } else {
+        AddressFamily::INET
     };
-    let fam = if v6 { 6 } else { 4 };
-    let n = format!("netdirect-shm/{s}{fam}/{port}");
-    SocketAddrUnix::new_abstract_name(n.as_bytes()).expect("short name")
+    let ty = match space {
+        Space::Listener => SocketType::STREAM,
+        Space::Connector => SocketType::DGRAM,
+    };
+    let s = rustix::net::socket_with(family, ty, SocketFlags::CLOEXEC, None)
+        .map_err(|_| Status::INSUFFICIENT_RESOURCES)?;
+    if addr.is_ipv6() {
+        rustix::net::sockopt::set_ipv6_v6only(&s, true)
+            .map_err(|_| Status::INSUFFICIENT_RESOURCES)?;
+    }
+    let bind = |p: u16| rustix::net::bind(&s, &SocketAddr::new(addr.ip(), p));
+    match ports::choose(addr.port(), bind, |e| *e == Errno::ADDRINUSE) {
+        Ok(port) => Ok((Port(s), port)),
+        Err(PortError::Exhausted) => Err(Status::TOO_MANY_ADDRESSES),
+        Err(PortError::Bind(Errno::ADDRINUSE)) => Err(Status::SHARING_VIOLATION),
+        Err(PortError::Bind(Errno::ADDRNOTAVAIL | Errno::AFNOSUPPORT)) => {
+            Err(Status::INVALID_ADDRESS)
+        }
+        Err(PortError::Bind(_)) => Err(Status::INSUFFICIENT_RESOURCES),
+    }
 }
 
 /// A non-blocking, close-on-exec `SOCK_SEQPACKET` Unix socket.
@@ -69,29 +147,6 @@ pub(crate) fn socket() -> io::Result<OwnedFd> {
         SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
         None,
     )?)
-}
-
-/// Bind `s` to the name of `port` in `space` (port 0: any free one of 49152–65535, from a random
-/// start). `Err(ADDRINUSE)` for a taken explicit port; `Err(AGAIN)` when the range is exhausted.
-pub(crate) fn claim(s: &OwnedFd, space: Space, v6: bool, port: u16) -> Result<u16, Errno> {
-    if port != 0 {
-        rustix::net::bind(s, &name(space, v6, port))?;
-        return Ok(port);
-    }
-    let mut r = [0u8; 2];
-    netdirect_spi::kit::mr::fill_random(&mut r);
-    const FIRST: u32 = 49152;
-    const SPAN: u32 = 65536 - FIRST;
-    let start = u32::from(u16::from_ne_bytes(r)) % SPAN;
-    for i in 0..SPAN {
-        let p = (FIRST + (start + i) % SPAN) as u16;
-        match rustix::net::bind(s, &name(space, v6, p)) {
-            Ok(()) => return Ok(p),
-            Err(Errno::ADDRINUSE) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Errno::AGAIN)
 }
 
 /// Message kinds.

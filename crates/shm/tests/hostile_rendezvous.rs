@@ -17,8 +17,10 @@ use rustix::net::{
 fn fake_listener() -> (std::os::fd::OwnedFd, u16) {
     let s = socket(AddressFamily::UNIX, SocketType::SEQPACKET, None).expect("socket");
     for port in (50_000..60_000).step_by(97) {
-        let name = SocketAddrUnix::new_abstract_name(format!("netdirect-shm/L4/{port}").as_bytes())
-            .expect("name");
+        let name = SocketAddrUnix::new_abstract_name(
+            format!("netdirect-shm/L/127.0.0.1/{port}").as_bytes(),
+        )
+        .expect("name");
         if bind(&s, &name).is_ok() {
             listen(&s, 4).expect("listen");
             return (s, port);
@@ -90,8 +92,9 @@ fn a_silent_peer_is_dropped_by_the_listener() {
         .get_connection_request(&server)
         .expect("GetConnectionRequest");
     let raw = socket(AddressFamily::UNIX, SocketType::SEQPACKET, None).expect("socket");
-    let name = SocketAddrUnix::new_abstract_name(format!("netdirect-shm/L4/{port}").as_bytes())
-        .expect("name");
+    let name =
+        SocketAddrUnix::new_abstract_name(format!("netdirect-shm/L/127.0.0.1/{port}").as_bytes())
+            .expect("name");
     rustix::net::connect(&raw, &name).expect("connect to the rendezvous socket");
     let end = Instant::now() + DEADLINE;
     loop {

@@ -273,7 +273,8 @@ fn no_leftovers_after_normal_and_killed_runs() {
     // A normal run (server exits by itself) ...
     let mut peer = Peer::spawn("child_main", "echo", "poll");
     let addr: SocketAddr = peer.expect("LISTENING ").parse().expect("address");
-    let listener_name = format!("@netdirect-shm/L4/{}", addr.port());
+    let name_of = |a: SocketAddr| format!("@netdirect-shm/L/{}/{}", a.ip(), a.port());
+    let listener_name = name_of(addr);
     assert!(
         shm_names().contains(&listener_name),
         "the listener holds its name"
@@ -300,9 +301,11 @@ fn no_leftovers_after_normal_and_killed_runs() {
     }
     assert_eq!(dev_shm(), before, "no /dev/shm entry appeared");
     let names = shm_names();
-    for port in [addr.port(), addr2.port()] {
-        let n = format!("@netdirect-shm/L4/{port}");
+    for a in [addr, addr2] {
+        let n = name_of(a);
         assert!(!names.contains(&n), "{n} was left behind: {names:?}");
+        // The port the listener held in the TCP port space went with the process too.
+        std::net::TcpListener::bind(a).unwrap_or_else(|e| panic!("{a} still held: {e}"));
     }
 }
 

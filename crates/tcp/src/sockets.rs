@@ -3,11 +3,9 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 
+use netdirect_spi::kit::ports::{self, PortError};
 use netdirect_spi::Status;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-
-/// The ephemeral port range ND providers assign from (`IND2Listener::Bind`, R-CONN-1).
-pub(crate) const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
 
 /// A non-blocking TCP socket for `family_of`'s address family, with Nagle off (as siw does:
 /// every FPDU goes out at once).
@@ -37,28 +35,17 @@ pub(crate) fn prepare_accepted(s: &Socket) -> io::Result<()> {
 
 /// Bind `s` to `addr`; port 0 takes a free port in 49152–65535, starting at a random one.
 pub(crate) fn bind_nd(s: &Socket, addr: SocketAddr) -> Result<SocketAddr, Status> {
-    if addr.port() != 0 {
-        s.bind(&SockAddr::from(addr)).map_err(|e| bind_status(&e))?;
-        return Ok(addr);
+    let in_use =
+        |e: &io::Error| e.raw_os_error() == Some(rustix::io::Errno::ADDRINUSE.raw_os_error());
+    match ports::choose(
+        addr.port(),
+        |p| s.bind(&SockAddr::from(SocketAddr::new(addr.ip(), p))),
+        in_use,
+    ) {
+        Ok(port) => Ok(SocketAddr::new(addr.ip(), port)),
+        Err(PortError::Exhausted) => Err(Status::TOO_MANY_ADDRESSES),
+        Err(PortError::Bind(e)) => Err(bind_status(&e)),
     }
-    let mut r = [0u8; 2];
-    netdirect_spi::kit::mr::fill_random(&mut r);
-    let span = u32::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
-    let first = u32::from(u16::from_ne_bytes(r)) % span;
-    for i in 0..span {
-        let port = *EPHEMERAL.start() + ((first + i) % span) as u16;
-        let a = SocketAddr::new(addr.ip(), port);
-        match s.bind(&SockAddr::from(a)) {
-            Ok(()) => return Ok(a),
-            Err(e) if e.raw_os_error() == Some(libc_eaddrinuse()) => continue,
-            Err(e) => return Err(bind_status(&e)),
-        }
-    }
-    Err(Status::TOO_MANY_ADDRESSES)
-}
-
-fn libc_eaddrinuse() -> i32 {
-    rustix::io::Errno::ADDRINUSE.raw_os_error()
 }
 
 /// ND status for a failed bind.

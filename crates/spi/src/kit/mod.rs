@@ -17,6 +17,7 @@ pub mod mr;
 pub mod mw;
 pub mod negotiate;
 pub mod overlapped;
+pub mod ports;
 pub mod shared_mem;
 pub mod srq;
 pub mod timers;
