@@ -224,7 +224,7 @@ impl ConnectorProvider for Shm {
             // Shared memory reaches this host only.
             return Ok(Overlapped::completed(engine, Status::HOST_UNREACHABLE));
         }
-        // Whether the socket is the one `Bind` made: only that one outlives a failed attempt.
+        // Whether the port is the one `Bind` took: only that one outlives a failed attempt.
         let bound_before = g.local;
         let (port, bound, from_bind) = match g.take_bound_for(dest)? {
             Some((p, b)) => (p, b, true),

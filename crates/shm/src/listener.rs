@@ -38,16 +38,18 @@ impl fmt::Debug for Incoming {
     }
 }
 
-/// A bound listener: its port, and the socket holding its name.
+/// A bound listener: the socket holding its name, and its port. (Fields drop in order: the
+/// name goes before the port, so whoever takes the port next finds the name free.)
 pub(crate) struct Bound {
-    port: Port,
     sock: OwnedFd,
+    port: Port,
 }
 
-/// A listening listener: its port, and its socket in the engine's epoll set.
+/// A listening listener: its socket in the engine's epoll set, and its port (dropped in this
+/// order, as [`Bound`]).
 pub(crate) struct Listening {
-    _port: Port,
     sock: Registered,
+    _port: Port,
 }
 
 impl Transport for Shm {

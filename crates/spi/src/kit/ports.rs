@@ -22,7 +22,7 @@ pub enum PortError<E> {
 
 /// Bind `port`, or for port 0 the first port of [`EPHEMERAL`] that `bind` accepts, starting
 /// from a random one (a predictable next port helps a blind attacker guess a connection's
-/// 4-tuple, RFC 6056 §2.1). `taken` says which errors mean "in use, try the next".
+/// 4-tuple, RFC 6056). `taken` says which errors mean "in use, try the next".
 ///
 /// # Errors
 /// [`PortError::Exhausted`] when no port of the range is free; [`PortError::Bind`] with the
