@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -452,6 +452,40 @@ pub fn run_within(
             client.output()
         ))
     }
+}
+
+/// Everything `r` yields, read on a thread of its own.
+fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = r.read_to_end(&mut v);
+        v
+    })
+}
+
+/// Run `cmd` with its standard output and error captured, for at most `timeout`: its output,
+/// or `Err` if it had to be killed (for tests that need a process of their own, such as one
+/// with its own resource limits).
+pub fn output_within(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
+    let deadline = Instant::now() + timeout;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    // Drained on their own threads, so a chatty child never blocks on a full pipe.
+    let stdout = drain(child.stdout.take().expect("piped"));
+    let stderr = drain(child.stderr.take().expect("piped"));
+    let Some(status) = wait_child(&mut child, deadline) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("{cmd:?} did not exit within {timeout:?} (killed)"));
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }
 
 /// Run `f` on its own thread and wait at most [`HARD_TIMEOUT`] for it. A check that fails,

@@ -6,11 +6,10 @@
 //! test binary run again with [`ROLE`] naming the provider.
 
 use std::net::SocketAddr;
-use std::sync::mpsc;
 
 use netdirect::{Provider, Status};
 use netdirect_conformance::check::{expect_status, wait_ok, wait_status, Check, Context};
-use netdirect_conformance::harness::HARD_TIMEOUT;
+use netdirect_conformance::harness::{output_within, HARD_TIMEOUT};
 use netdirect_conformance::side::accept_and_exchange;
 use netdirect_conformance::{ensure, Side, SideConfig};
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
@@ -37,27 +36,9 @@ fn out_of_descriptors_is_insufficient_resources() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(ROLE, p.name())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-        let child = cmd.spawn().expect("spawn the child");
-        let pid = child.id();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        let out = match rx.recv_timeout(HARD_TIMEOUT) {
-            Ok(out) => out.expect("child output"),
-            Err(_) => {
-                let _ = std::process::Command::new("kill")
-                    .args(["-9", &pid.to_string()])
-                    .status();
-                panic!(
-                    "[provider={}] the child hung past {HARD_TIMEOUT:?}",
-                    p.name()
-                );
-            }
-        };
+        .env(ROLE, p.name());
+        let out = output_within(&mut cmd, HARD_TIMEOUT)
+            .unwrap_or_else(|e| panic!("[provider={}] {e}", p.name()));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains(DONE),

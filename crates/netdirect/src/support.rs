@@ -16,7 +16,7 @@
 //! | `NdOpenAdapter` | [`open_adapter`] |
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 
 use rustix::io::Errno;
 
@@ -66,10 +66,7 @@ pub fn resolve_address(remote: SocketAddr) -> Result<SocketAddr> {
     }
     // A connected UDP socket learns its source address from the routing table and sends
     // nothing (SIO_ROUTING_INTERFACE_QUERY on Windows).
-    let any: IpAddr = match remote {
-        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
-    };
+    let any = netdirect_spi::kit::addresses::unspecified_like(remote.ip());
     let s = UdpSocket::bind(SocketAddr::new(any, 0)).map_err(|e| routing_error(&e))?;
     s.connect(remote).map_err(|e| routing_error(&e))?;
     let mut local = s.local_addr().map_err(|e| routing_error(&e))?;
@@ -115,6 +112,7 @@ pub fn open_adapter(local: SocketAddr) -> Result<Adapter> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{IpAddr, Ipv6Addr};
 
     fn status<T: std::fmt::Debug>(r: Result<T>) -> Status {
         r.expect_err("the call should fail").status()

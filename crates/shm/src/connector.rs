@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, MutexGuard, Weak};
 
+use netdirect_spi::kit::addresses::unspecified_like;
 use netdirect_spi::kit::connector::{
     self, AttachedQp, Connector, ConnectorProvider, ConnectorState, Transport,
 };
@@ -230,7 +231,7 @@ impl ConnectorProvider for Shm {
             Some((p, b)) => (p, b, true),
             None => {
                 // As `tcp` binds an unbound connector: the wildcard address, port 0.
-                let any = SocketAddr::new(proto::unspecified_like(dest.ip()), 0);
+                let any = SocketAddr::new(unspecified_like(dest.ip()), 0);
                 let (p, n) = proto::reserve(Space::Connector, any).map_err(Error::new)?;
                 (p, SocketAddr::new(any.ip(), n), false)
             }

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, MutexGuard, Weak};
 use std::time::Instant;
 
+use netdirect_spi::kit::addresses::unspecified_like;
 use netdirect_spi::kit::connector::{
     self, AttachedQp, Connector, ConnectorProvider, ConnectorState, Transport,
 };
@@ -300,7 +301,7 @@ impl ConnectorProvider for Tcp {
             None => {
                 let s = sockets::stream_for(&dest)
                     .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-                let a = sockets::bind_nd(&s, sockets::unspecified_like(&dest))?;
+                let a = sockets::bind_nd(&s, SocketAddr::new(unspecified_like(dest.ip()), 0))?;
                 (s, a)
             }
         };

@@ -1,7 +1,7 @@
 //! Socket helpers: creation, ND port selection, errno → ND status.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use netdirect_spi::kit::ports::{self, PortError};
 use netdirect_spi::Status;
@@ -77,16 +77,6 @@ pub(crate) fn connect_status(e: &io::Error) -> Status {
         Some(Errno::ADDRINUSE) => Status::ADDRESS_ALREADY_EXISTS,
         _ => Status::UNSUCCESSFUL,
     }
-}
-
-/// The wildcard address of `addr`'s family.
-pub(crate) fn unspecified_like(addr: &SocketAddr) -> SocketAddr {
-    let ip: IpAddr = if addr.is_ipv6() {
-        std::net::Ipv6Addr::UNSPECIFIED.into()
-    } else {
-        std::net::Ipv4Addr::UNSPECIFIED.into()
-    };
-    SocketAddr::new(ip, 0)
 }
 
 /// The local address of a socket.

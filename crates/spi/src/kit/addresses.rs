@@ -27,6 +27,16 @@ pub fn local_addresses() -> Result<Vec<SocketAddr>> {
     Ok(v)
 }
 
+/// The wildcard address of `ip`'s family (`0.0.0.0` or `::`).
+#[must_use]
+pub fn unspecified_like(ip: IpAddr) -> IpAddr {
+    if ip.is_ipv6() {
+        Ipv6Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    }
+}
+
 /// Whether `ip` is served: a local address, or any address in 127.0.0.0/8 (and `::1`).
 pub fn is_local(ip: IpAddr) -> bool {
     if ip.is_loopback() {
