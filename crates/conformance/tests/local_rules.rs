@@ -224,18 +224,46 @@ fn listener_address_in_use_before_listen() {
 fn connector_rules() {
     each("connector", |p, ip| {
         let a = open(p, ip)?;
-        // R-CONN-1: port 0 gives an ephemeral port, every time.
-        for _ in 0..16 {
+        // R-CONN-1: port 0 gives an ephemeral port, every time. The port shows once Connect
+        // starts: a bound connector is neither connected nor connecting, so GetLocalAddress
+        // fails (IND2Connector::GetLocalAddress). The listener takes no request, so each
+        // Connect stays under way.
+        let (_listener, laddr) =
+            netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 32)?;
+        let cq = a.create_completion_queue(4, 0, 0).ctx("CQ")?;
+        let mut connecting = Vec::new();
+        for i in 0..16 {
+            let qp = a.create_queue_pair(&cq, &cq, i, 1, 1, 1, 1, 0).ctx("QP")?;
             let c = a.create_connector().ctx("create connector")?;
+            expect_status(
+                c.get_local_address(),
+                Status::CONNECTION_INVALID,
+                "GetLocalAddress of a fresh connector",
+            )?;
             c.bind(SocketAddr::new(ip, 0)).ctx("Connector::bind")?;
-            let l = c.get_local_address().ctx("Connector::get_local_address")?;
+            expect_status(
+                c.get_local_address(),
+                Status::CONNECTION_INVALID,
+                "GetLocalAddress of a bound connector",
+            )?;
+            let ov = c.connect(&qp, laddr, 0, 0, &[]).ctx("Connect")?;
+            let l = c
+                .get_local_address()
+                .ctx("GetLocalAddress while connecting")?;
             ensure_eq!(l.ip(), ip, "connector IP");
             ensure!(
                 EPHEMERAL.contains(&l.port()),
                 "connector port 0 gave {}, outside 49152-65535 (R-CONN-1)",
                 l.port()
             );
+            ensure!(
+                !connecting.iter().any(|(_, _, _, p)| *p == l.port()),
+                "port {} given to two connectors at once",
+                l.port()
+            );
+            connecting.push((qp, c, ov, l.port()));
         }
+        drop(connecting);
         let side = Side::on(&a, SideConfig::default())?;
         // D13 (NdInvalidIP): Connect to the unspecified address.
         let unspecified: IpAddr = if ip.is_ipv6() {
@@ -899,9 +927,9 @@ fn a_connectors_port_is_free_again_while_its_cq_lives_on() {
             let s = a.create_connector().ctx("server connector")?;
             c.bind(SocketAddr::new(ip, port))
                 .ctx(&format!("connection {i}: Bind to port {port}"))?;
-            port = c.get_local_address().ctx("GetLocalAddress")?.port();
             let gcr = l.get_connection_request(&s).ctx("GetConnectionRequest")?;
             let cov = c.connect(&cqp, laddr, 0, 0, &[]).ctx("Connect")?;
+            port = c.get_local_address().ctx("GetLocalAddress")?.port();
             wait_ok(&gcr, "GetConnectionRequest")?;
             let aov = s.accept(&sqp, 0, 0, &[]).ctx("Accept")?;
             wait_ok(&cov, "Connect")?;

@@ -121,7 +121,14 @@ impl Connector {
         self.inner.private_data()
     }
 
-    /// `GetLocalAddress`.
+    /// `GetLocalAddress`: this end's address and port while connecting or connected (from
+    /// Connect, or GetConnectionRequest, to the end of the connection).
+    ///
+    /// # Errors
+    ///
+    /// `ND_CONNECTION_INVALID` when neither: a fresh or merely bound connector (the port a
+    /// `bind` to port 0 chose shows once Connect starts), one whose Connect was refused, or
+    /// one whose connection ended.
     pub fn get_local_address(&self) -> Result<SocketAddr> {
         self.inner.get_local_address()
     }

@@ -22,6 +22,17 @@ const ADDR_MSG: u64 = 0xADD5;
 const ACCEPT_CALLER_PD: usize = 40;
 const ACCEPT_CALLEE_PD: usize = 36;
 
+/// `addr` is on the test's IP with a port from the ephemeral range (R-CONN-1: port 0 gives one).
+fn ephemeral_on(addr: SocketAddr, ctx: &Ctx, what: &str) -> Check {
+    ensure_eq!(addr.ip(), ctx.addr.ip(), "{what}: IP");
+    ensure!(
+        EPHEMERAL.contains(&addr.port()),
+        "{what}: port {} is outside 49152-65535 (R-CONN-1)",
+        addr.port()
+    );
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // accept
 
@@ -34,12 +45,11 @@ pub(super) fn accept_server(ctx: &Ctx) -> Check {
         .connector
         .get_peer_address()
         .ctx("GetPeerAddress before Accept")?;
-    ensure_eq!(peer.ip(), ctx.addr.ip(), "peer IP before Accept");
-    ensure!(
-        EPHEMERAL.contains(&peer.port()),
-        "peer port {} (the client bound port 0) is outside 49152-65535 (R-CONN-1)",
-        peer.port()
-    );
+    ephemeral_on(
+        peer,
+        ctx,
+        "GetPeerAddress before Accept (the client bound port 0)",
+    )?;
     let local = side
         .connector
         .get_local_address()
@@ -144,16 +154,12 @@ pub(super) fn accept_client(ctx: &Ctx) -> Check {
     side.connector
         .bind(ctx.client_local())
         .ctx("Connector::bind")?;
-    let bound = side
-        .connector
-        .get_local_address()
-        .ctx("GetLocalAddress after Bind")?;
-    ensure_eq!(bound.ip(), ctx.addr.ip(), "connector IP after Bind");
-    ensure!(
-        EPHEMERAL.contains(&bound.port()),
-        "connector bound with port 0 got port {}, outside 49152-65535 (R-CONN-1)",
-        bound.port()
-    );
+    // A bound connector is neither connected nor connecting (IND2Connector::GetLocalAddress).
+    expect_status(
+        side.connector.get_local_address(),
+        Status::CONNECTION_INVALID,
+        "GetLocalAddress after Bind",
+    )?;
     let ov = side
         .connector
         .connect(&side.qp, ctx.addr, 1, 1, &client_pd(ACCEPT_CALLER_PD))
@@ -181,13 +187,15 @@ pub(super) fn accept_client(ctx: &Ctx) -> Check {
         ctx.addr,
         "GetPeerAddress after Connect"
     );
-    ensure_eq!(
-        side.connector
-            .get_local_address()
-            .ctx("GetLocalAddress after Connect")?,
+    let bound = side
+        .connector
+        .get_local_address()
+        .ctx("GetLocalAddress after Connect")?;
+    ephemeral_on(
         bound,
-        "GetLocalAddress after Connect"
-    );
+        ctx,
+        "GetLocalAddress after Connect (bound to port 0)",
+    )?;
     let cc = side.connector.complete_connect().ctx("CompleteConnect")?;
     wait_ok(&cc, "CompleteConnect")?;
     ensure_eq!(

@@ -303,16 +303,17 @@ impl<T: Transport> ConnectorState<T> {
         }
     }
 
-    /// `GetLocalAddress`: the bound address while idle, the connection's once connecting;
-    /// `ND_CONNECTION_INVALID` for a connector neither bound nor connecting, or done.
+    /// `GetLocalAddress`: the connection's address once connecting (a Connect under way or
+    /// done, a request taken by GetConnectionRequest) until it ends. `ND_CONNECTION_INVALID`
+    /// otherwise, bound or not: "to succeed, the connector must be connected or in the
+    /// process of connecting" (IND2Connector::GetLocalAddress), and a refused Connect left it
+    /// doing neither.
     pub fn local_address(&self) -> Result<SocketAddr> {
-        match (&self.state, self.local, &self.bound) {
-            (State::Idle | State::Refused, _, Some((_, a))) => Ok(*a),
-            (State::Idle | State::Refused, _, None) | (State::Done, _, _) => {
+        match (&self.state, self.local) {
+            (State::Idle | State::Refused | State::Done, _) | (_, None) => {
                 fail(Status::CONNECTION_INVALID)
             }
-            (_, Some(a), _) => Ok(a),
-            _ => fail(Status::CONNECTION_INVALID),
+            (_, Some(a)) => Ok(a),
         }
     }
 
@@ -444,7 +445,11 @@ mod tests {
         );
         assert_eq!(c.check_bind(a, true), Ok(false));
         c.bound = Some(((), a));
-        assert_eq!(c.local_address(), Ok(a), "bound, idle");
+        assert_eq!(
+            c.local_address(),
+            Err(Error::new(Status::CONNECTION_INVALID)),
+            "bound, idle: neither connected nor connecting"
+        );
         assert_eq!(c.check_bind(a, true), Ok(true), "D8: same address again");
         assert_eq!(c.check_bind(addr("127.0.0.1:0"), true), Ok(true));
         assert_eq!(c.check_bind(addr("127.0.0.1:5001"), true), Ok(false));
