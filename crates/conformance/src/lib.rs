@@ -19,6 +19,7 @@
 
 pub mod check;
 pub mod harness;
+pub mod netns;
 pub mod scenarios;
 pub mod side;
 

@@ -20,11 +20,11 @@
 //! the test fails without them; elsewhere it says it was skipped and why.
 
 use std::net::{IpAddr, SocketAddr};
-use std::process::Command;
 
 use netdirect::support;
 use netdirect::{Adapter, Provider, Status};
 use netdirect_conformance::check::{wait_ok, wait_status, Check, Context, Failure};
+use netdirect_conformance::netns::on_private_network;
 use netdirect_conformance::side::{accept_and_exchange, listen};
 use netdirect_conformance::{ensure, ensure_eq, Side, SideConfig};
 
@@ -70,33 +70,6 @@ const SETUP: &[&str] = &[
     "neigh add 10.99.0.2 lladdr 02:00:00:00:00:02 dev nd0 nud permanent",
     "-6 neigh add fd00:99::2 lladdr 02:00:00:00:00:02 dev nd0 nud permanent",
 ];
-
-/// Move the calling thread into a new network namespace and build the network there; `Err`
-/// says why it could not be.
-fn private_network() -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("a private network namespace needs root".into());
-    }
-    // SAFETY: NEWNET alone: this thread's sockets (and the processes it starts) use a new
-    // network namespace. No descriptor table or memory is unshared, so nothing another
-    // thread holds changes meaning.
-    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }
-        .map_err(|e| format!("unshare(CLONE_NEWNET): {e}"))?;
-    for args in SETUP {
-        // Started from this thread, `ip` runs in its namespace.
-        let out = Command::new("ip")
-            .args(args.split(' '))
-            .output()
-            .map_err(|e| format!("ip (iproute2) is needed: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "ip {args}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// Connect from `local` to each unreachable destination of `net` and check the outcome, then
 /// connect the same connector and queue pair to a listener on `local` and move a message.
@@ -172,35 +145,19 @@ fn support_helpers(net: &Net) -> Check {
     Ok(())
 }
 
-fn on_private_network() -> Check {
-    if let Err(why) = private_network() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the unreachable-destination checks must run under CI: {why}"
-        );
-        eprintln!("SKIPPED: {why} — the unreachable-destination checks did not run");
-        return Ok(());
-    }
-    for net in [Net::of(V4), Net::of(V6)] {
-        support_helpers(&net)?;
-        for name in ["tcp", "shm"] {
-            let p = Provider::open(name).ctx(name)?;
-            connect_outcomes(&p, &net)
-                .map_err(|Failure(m)| Failure(format!("{name}, {}: {m}", net.local)))?;
-        }
-    }
-    Ok(())
-}
-
 #[test]
 fn unreachable_destinations() {
     // Read when an adapter opens: the silent neighbour's handshake gives up after this.
     std::env::set_var("ND_TCP_CONNECT_TIMEOUT_MS", "300");
-    // A thread of its own: the namespace it moves into goes when it ends.
-    let r = std::thread::spawn(on_private_network)
-        .join()
-        .expect("the test thread panicked");
-    if let Err(Failure(m)) = r {
-        panic!("{m}");
-    }
+    on_private_network(SETUP, "the unreachable-destination checks", || {
+        for net in [Net::of(V4), Net::of(V6)] {
+            support_helpers(&net)?;
+            for name in ["tcp", "shm"] {
+                let p = Provider::open(name).ctx(name)?;
+                connect_outcomes(&p, &net)
+                    .map_err(|Failure(m)| Failure(format!("{name}, {}: {m}", net.local)))?;
+            }
+        }
+        Ok(())
+    });
 }
