@@ -14,6 +14,7 @@ mod mrlat;
 mod mrrate;
 mod ping;
 mod pingpong;
+mod rawshm;
 mod rawstream;
 mod rawtcp;
 mod rping;
@@ -54,6 +55,9 @@ enum Command {
     Mrrate(mrrate::Args),
     /// Raw kernel-TCP ping-pong, measured like `pingpong`: the yardstick for latency.
     TcpPingpong(rawtcp::Args),
+    /// Raw shared-memory ping-pong between two processes (one 64-byte line each way, no ND),
+    /// measured like `pingpong`: the floor for `shm` latency.
+    ShmPingpong(rawshm::Args),
     /// Raw kernel-TCP stream of fixed-size messages (like iperf3 -l): the yardstick for
     /// bandwidth.
     TcpStream(rawstream::Args),
@@ -93,6 +97,7 @@ fn main() {
         Command::Mrlat(a) => mrlat::run(&a),
         Command::Mrrate(a) => mrrate::run(&a),
         Command::TcpPingpong(a) => rawtcp::run(&a),
+        Command::ShmPingpong(a) => rawshm::run(&a),
         Command::TcpStream(a) => rawstream::run(&a),
     };
     if let Err(e) = r {

@@ -285,6 +285,55 @@ fn tcp_yardsticks() {
     check_bandwidth(&v);
 }
 
+/// The `/dev/shm` files `nd shm-pingpong` names for its rendezvous.
+fn shm_pingpong_files() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with("nd-shm-pingpong-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn shm_yardstick() {
+    let v = json(&["shm-pingpong", "--loopback", "--size", "8", "-n", "1000"]);
+    check_row(&v, "shm-pingpong", "shared-memory", "poll", 8, 1000);
+    check_latency(&v);
+    // Every size of the sweep fits one line; the largest payload a line holds goes through.
+    let v = json(&["shm-pingpong", "--loopback", "-a", "-n", "100"]);
+    let sizes: Vec<u64> = v
+        .as_array()
+        .expect("a sweep prints an array")
+        .iter()
+        .map(|r| r["size"].as_u64().expect("size"))
+        .collect();
+    assert_eq!(sizes, [1, 2, 4, 8, 16, 32], "{v}");
+    let v = json(&["shm-pingpong", "--loopback", "--size", "56", "-n", "100"]);
+    check_row(&v, "shm-pingpong", "shared-memory", "poll", 56, 100);
+    // The file is gone once the client has mapped it (no other test makes these).
+    assert_eq!(shm_pingpong_files(), Vec::<String>::new());
+    // Refused before any process starts: more than a line, and a blocking mode it has not.
+    for (args, says) in [
+        (
+            &["shm-pingpong", "--loopback", "--size", "57"][..],
+            "at most 56 bytes",
+        ),
+        (
+            &["shm-pingpong", "--loopback", "--blocking"][..],
+            "no blocking mode",
+        ),
+    ] {
+        let (ok, out, err) = nd(args);
+        assert!(!ok && out.is_empty(), "nd {args:?}: {out}");
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "nd {args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn mrlat_single_size_and_default_sweep() {
     for p in PROVIDERS {
