@@ -62,13 +62,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 }
             }
             Role::Client(_) => {
-                let mut laps = Laps::new(warmup, n);
-                for _ in 0..warmup + n {
-                    laps.lap();
+                let mut laps = Laps::time(warmup, n, || {
                     ping()?;
-                    complete(&ep, slot, size, true, true)?;
-                }
-                laps.lap();
+                    complete(&ep, slot, size, true, true)
+                })?;
                 let row = Row::new(
                     "pingpong",
                     provider.name(),

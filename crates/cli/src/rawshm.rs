@@ -62,14 +62,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     };
     let settings = common::settings("shm-pingpong", &args.peer, &plan, &[]);
     let mut s = open_stream(role, &args.peer, &settings, false)?;
-    let lines = match role {
-        Role::Server(_) => serve_lines(&mut s)?,
-        Role::Client(_) => join_lines(&mut s)?,
-    };
-    // The server answers on line 1 what arrives on line 0; the client the other way round.
-    let (mine, theirs) = match role {
-        Role::Server(_) => (1, 0),
-        Role::Client(_) => (0, 1),
+    // The client writes line 0 and the server answers on line 1.
+    let (lines, mine, theirs) = match role {
+        Role::Server(_) => (serve_lines(&mut s)?, 1, 0),
+        Role::Client(_) => (join_lines(&mut s)?, 0, 1),
     };
     let mut payload = [0u64; WORDS - 1];
     let mut seq = 0u64;
@@ -89,14 +85,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 }
             }
             Role::Client(_) => {
-                let mut laps = Laps::new(warmup, n);
-                for _ in 0..warmup + n {
-                    laps.lap();
+                let mut laps = Laps::time(warmup, n, || {
                     seq += 1;
                     lines.publish(mine, seq, &payload[..words]);
-                    wait(seq, &mut payload)?;
-                }
-                laps.lap();
+                    wait(seq, &mut payload)
+                })?;
                 let row = Row::new(
                     "shm-pingpong",
                     "shared-memory",

@@ -95,13 +95,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 }
             }
             Role::Client(_) => {
-                let mut laps = Laps::new(warmup, n);
-                for _ in 0..warmup + n {
-                    laps.lap();
+                let mut laps = Laps::time(warmup, n, || {
                     send_all(&mut s, buf)?;
-                    recv_all(&mut s, buf)?;
-                }
-                laps.lap();
+                    recv_all(&mut s, buf)
+                })?;
                 let row = Row::new(
                     "tcp-pingpong",
                     "kernel-tcp",

@@ -83,6 +83,22 @@ impl Laps {
         self.laps += 1;
     }
 
+    /// The client's side of a ping-pong: run `round` `warmup + n` times with a lap around
+    /// each; the first error ends it.
+    pub(crate) fn time(
+        warmup: u64,
+        n: u64,
+        mut round: impl FnMut() -> Result<(), String>,
+    ) -> Result<Self, String> {
+        let mut laps = Self::new(warmup, n);
+        for _ in 0..warmup + n {
+            laps.lap();
+            round()?;
+        }
+        laps.lap();
+        Ok(laps)
+    }
+
     /// The samples, in nanoseconds (half a round trip each).
     pub(crate) fn samples(&mut self) -> &mut [u64] {
         &mut self.samples
@@ -93,8 +109,9 @@ impl Laps {
 ///
 /// JSON contract (bench/compare reads it): with `--json` the last line of standard output is
 /// one object per run, or with `-a` an array of them. Keys:
-/// * `tool` (`pingpong`, `ping`, `rping`, `rpingpong`, `tcp-pingpong`, `tcp-stream`, `mrlat`,
-///   `mrrate`), `provider` (`tcp`, `shm`, or `kernel-tcp` for the yardsticks), `op` (`send`,
+/// * `tool` (`pingpong`, `ping`, `rping`, `rpingpong`, `tcp-pingpong`, `tcp-stream`,
+///   `shm-pingpong`, `mrlat`, `mrrate`), `provider` (`tcp`, `shm`, or for the yardsticks
+///   `kernel-tcp` and `shared-memory`), `op` (`send`,
 ///   `write`, `read`, `register`, ...), `mode` (`poll` or `blocking`), `size` (bytes),
 ///   `iterations` (timed ones);
 /// * latency tools: `min_us`, `median_us`, `mean_us`, `p99_us`, `p999_us`, `max_us`
