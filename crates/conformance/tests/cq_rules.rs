@@ -11,6 +11,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Wake, Waker};
 
@@ -251,6 +252,108 @@ fn two_waiters(p: &Provider, fam: Family) -> Check {
     Expect::recv(Status::SUCCESS, 2, CLIENT_QP, Some(8)).check(&r[0], "client Receive")
 }
 
+/// A connection whose client is alone on its adapter (no listener, no other connection):
+/// a blocking waiter there has nothing to hear but that connection's bytes, where the tcp
+/// provider sleeps inside `recv` rather than in `poll` (docs/ARCHITECTURE.md, "Who drives
+/// the I/O"). Everything else must still end the wait: a Cancel from another thread, round
+/// after round, every other one made once the waiter is asleep in the kernel and the others
+/// at varied moments around its sleep; and the peer's answer to a Send another thread posts
+/// on the same queue pair meanwhile. The waits have no timeout. A lost wake-up would hang
+/// them, or (tcp) leave each to the provider's one-second backstop, which the rounds
+/// together would take far beyond the harness's deadline.
+fn lone_connection(p: &Provider, fam: Family) -> Check {
+    // Each side on an adapter of its own.
+    let side = |qp_context| -> Check<Side> {
+        let a = p
+            .open_adapter_for(SocketAddr::new(fam.ip(), 0))
+            .ctx("open adapter")?;
+        Side::on(
+            &a,
+            SideConfig {
+                qp_context,
+                ..SideConfig::default()
+            },
+        )
+    };
+    let (server, client) = (side(SERVER_QP)?, side(CLIENT_QP)?);
+    let _l = connect_pair(&server, &client, fam.ip())?;
+    client.recv(1, &[0..64]).ctx("client Receive")?;
+    for round in 0..200u32 {
+        short_poll(&client.rcq)?;
+        let n = client.rcq.notify(NotifyType::Any).ctx("Notify")?;
+        let tid = AtomicU32::new(0);
+        let r = std::thread::scope(|sc| -> Check<_> {
+            let w = sc.spawn(|| {
+                tid.store(this_tid(), Ordering::SeqCst);
+                n.wait()
+            });
+            if round % 2 == 0 {
+                until_asleep(&tid, &w);
+            } else {
+                for _ in 0..(round % 8) * 2_000 {
+                    std::hint::spin_loop();
+                }
+            }
+            client.rcq.cancel_overlapped_requests().ctx("cancel")?;
+            w.join()
+                .map_err(|_| Failure(format!("round {round}: the waiter panicked")))
+        })?;
+        expect_status(r, Status::CANCELED, &format!("round {round}: the wait"))?;
+    }
+    // The Receive is still posted; the client's wait ends on the server's answer to a Send
+    // posted (by this thread) while it sleeps.
+    server.recv(2, &[0..64]).ctx("server Receive")?;
+    short_poll(&client.rcq)?;
+    let n = client.rcq.notify(NotifyType::Any).ctx("Notify")?;
+    let r = std::thread::scope(|sc| -> Check<_> {
+        let w = sc.spawn(|| n.wait());
+        client
+            .send(3, &[0..8], OpFlags::empty())
+            .ctx("client Send")?;
+        next_results(&server.rcq, 1, "server Receive")?;
+        server
+            .send(4, &[0..16], OpFlags::empty())
+            .ctx("server Send")?;
+        w.join().map_err(|_| Failure("the waiter panicked".into()))
+    })?;
+    ensure!(r.is_ok(), "the wait for the answer: {r:?}");
+    let r = next_results(&client.rcq, 1, "client Receive")?;
+    Expect::recv(Status::SUCCESS, 1, CLIENT_QP, Some(16)).check(&r[0], "client Receive")?;
+    let r = next_results(&client.scq, 1, "client Send")?;
+    Expect::send(Status::SUCCESS, 3, CLIENT_QP).check(&r[0], "client Send")
+}
+
+/// The calling thread's kernel id (the last part of `/proc/thread-self`).
+fn this_tid() -> u32 {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Return once the thread `tid` names (set by the thread itself) sleeps in a system call
+/// other than a futex (a lock on its way), by `/proc`, or once `w` has finished.
+fn until_asleep<T>(tid: &AtomicU32, w: &std::thread::ScopedJoinHandle<'_, T>) {
+    #[cfg(target_arch = "x86_64")]
+    const FUTEX: &str = "202";
+    #[cfg(not(target_arch = "x86_64"))]
+    const FUTEX: &str = "98";
+    while !w.is_finished() {
+        let t = tid.load(Ordering::SeqCst);
+        if t != 0 {
+            let dir = format!("/proc/self/task/{t}");
+            let stat = std::fs::read_to_string(format!("{dir}/stat")).unwrap_or_default();
+            // The state follows the parenthesized command name.
+            let sleeping = stat.rsplit(") ").next().is_some_and(|r| r.starts_with('S'));
+            let call = std::fs::read_to_string(format!("{dir}/syscall")).unwrap_or_default();
+            if sleeping && call.split(' ').next() != Some(FUTEX) {
+                return;
+            }
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// Overrun: more completions than the depth make the CQ unusable — pending and later
 /// Notify give ND_BUFFER_OVERFLOW — but every completion is still reported. Resize below the
 /// queued count is refused and changes nothing.
@@ -462,6 +565,11 @@ fn arming_then_only_polling_still_progresses() {
 #[test]
 fn two_threads_blocked_on_one_adapter_both_wake() {
     each("cq-two-waiters", two_waiters);
+}
+
+#[test]
+fn a_lone_connections_waiter_wakes_for_cancel_and_answers() {
+    each("cq-lone-connection", lone_connection);
 }
 
 #[test]

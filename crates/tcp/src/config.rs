@@ -42,6 +42,11 @@ pub const VARIABLES: &[Variable] = &[
         default: "3000",
         meaning: "how long a Send that finds no Receive posted (on its queue pair or its shared receive queue) waits for one, with the stream held (TCP back-pressure), before the receiver ends the connection and the Send fails ND_IO_TIMEOUT (R-QP-7); counted while the receiving application drives the adapter",
     },
+    Variable {
+        name: "ND_TCP_WAKE_SIGNAL",
+        default: "SIGRTMAX-1",
+        meaning: "the real-time signal that ends a blocking wait asleep in recv(2): a waiter with one connection to hear and nothing else sleeps in the read itself, one system call fewer than poll(2) then recv; taken only if it has no handler (an application's own use wins), and only by threads that do not block it; 0: off, waiters sleep in poll(2)",
+    },
 ];
 
 /// The parsed configuration.

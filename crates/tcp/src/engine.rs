@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use crate::wake::{Sleeper, Woke};
 use netdirect_spi::kit::overlapped::Driver;
 use netdirect_spi::kit::timers::Timers;
 use netdirect_spi::kit::waiters::Waiters;
@@ -48,6 +49,19 @@ pub(crate) trait Source: Send + Sync {
 
     /// A deadline set with [`Engine::add_timer`] passed (checked whenever the engine is driven).
     fn on_timer(&self) {}
+
+    /// The leader would sleep in a blocking `recv` on this source's stream (`crate::wake`).
+    /// `Some(n)`: the source has nothing buffered that it could process, takes up to `n` bytes,
+    /// and reads nothing from the socket itself until [`Source::return_reader`]. `None`: not
+    /// now (the leader sleeps in `poll` instead).
+    fn lend_reader(&self) -> Option<usize> {
+        None
+    }
+
+    /// The leader's `recv` of up to `asked` bytes after [`Source::lend_reader`] returned:
+    /// what it read (`Ok(&[])`: the peer's end of stream; fewer than `asked`: the socket is
+    /// empty now), or `Err(AGAIN)` if it was woken with nothing read.
+    fn return_reader(&self, _got: Result<&[u8], rustix::io::Errno>, _asked: usize) {}
 }
 
 /// Token 0 is the eventfd; control sources get `slab key + 1`; streams `STREAM_TOKEN | key`.
@@ -88,13 +102,20 @@ pub(crate) struct Engine {
     fd_exported: AtomicBool,
     /// Deadlines (connect timeouts, listeners' waits for a request).
     timers: Timers<dyn Source>,
+    /// The leader asleep in `recv` instead of `poll`, and how to wake it (`crate::wake`).
+    sleeper: Sleeper,
 }
 
 /// What the leader reuses from one wait to the next (no allocation per wait).
 #[derive(Default)]
 struct LeaderScratch {
     streams: Vec<(Arc<StreamShared>, Weak<dyn Source>)>,
+    /// Where a sleep in `recv` reads to (the source copies it into its stream buffer).
+    read_buf: Vec<u8>,
 }
+
+/// The most a sleep in `recv` reads: a few small messages. The source reads the rest itself.
+const SLEEP_READ: usize = 4096;
 
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -165,6 +186,7 @@ impl Engine {
             waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
             timers,
+            sleeper: Sleeper::default(),
         }))
     }
 
@@ -199,6 +221,7 @@ impl Engine {
     /// Adopt a connected data socket owned by `source` (a queue pair), which drives it itself
     /// when polled; the engine watches it for blocking waiters.
     pub(crate) fn add_stream(self: &Arc<Self>, sock: Socket, source: Weak<dyn Source>) -> Stream {
+        Sleeper::prepare(&sock);
         let shared = Arc::new(StreamShared {
             sock,
             wants_write: AtomicBool::new(false),
@@ -298,6 +321,9 @@ impl Engine {
     /// Call `source.on_timer()` once `at` has passed.
     pub(crate) fn add_timer(&self, at: Instant, source: Weak<dyn Source>) {
         self.timers.add(at, source);
+        // A leader asleep on the wake eventfd alone, or in `recv`, took its deadline from the
+        // timers before this one existed: it must look again.
+        self.interest_grew();
     }
 
     /// Forget every timer of `source` (it no longer needs one).
@@ -350,6 +376,18 @@ impl Engine {
                 })
                 .map(|(_, e)| (e.shared.clone(), e.source.clone())),
         );
+        // One stream to read and nothing else to hear (no listener or connecting socket,
+        // nothing to write, no deadline the backstop could overshoot): sleep in `recv` on it,
+        // one system call fewer. The backstop may end the sleep before `timeout`; the caller
+        // then waits again for what is left.
+        if timeout.is_none_or(|t| t >= crate::wake::BACKSTOP)
+            && scratch.streams.len() == 1
+            && self.lock_sources().is_empty()
+            && self.sleep_in_recv(scratch)
+        {
+            scratch.streams.clear();
+            return;
+        }
         let ts = timeout.map(|t| rustix::time::Timespec {
             tv_sec: t.as_secs().min(i32::MAX as u64) as _,
             tv_nsec: t.subsec_nanos() as _,
@@ -410,6 +448,39 @@ impl Engine {
             }
         }
         scratch.streams.clear();
+    }
+}
+
+impl Engine {
+    /// The leader's sleep in `recv` on the one stream of `scratch`, if its source lends its
+    /// reader and the wake signal reaches this thread (`crate::wake`). `false`: not taken.
+    fn sleep_in_recv(&self, scratch: &mut LeaderScratch) -> bool {
+        let LeaderScratch { streams, read_buf } = scratch;
+        let (sh, src) = &streams[0];
+        if !sh.wants_read.load(Ordering::SeqCst)
+            || sh.wants_write.load(Ordering::SeqCst)
+            || !self.sleeper.available()
+        {
+            return false;
+        }
+        let Some(src) = src.upgrade() else {
+            return false;
+        };
+        let Some(max) = src.lend_reader() else {
+            return false;
+        };
+        if read_buf.is_empty() {
+            read_buf.resize(SLEEP_READ, 0);
+        }
+        let asked = max.min(SLEEP_READ);
+        let buf = &mut read_buf[..asked];
+        let got = match self.sleeper.recv(&sh.sock, buf) {
+            Woke::Read(Ok(n)) => Ok(&buf[..n]),
+            Woke::Read(Err(e)) => Err(e),
+            Woke::Early | Woke::TimedOut => Err(rustix::io::Errno::AGAIN),
+        };
+        src.return_reader(got, asked);
+        true
     }
 }
 
@@ -491,6 +562,8 @@ impl Engine {
     /// The count is drained by the next dispatch (`Engine::poll`).
     fn wake_leader(&self) {
         let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
+        // Or the leader sleeps in `recv`, where only a signal reaches it.
+        self.sleeper.wake();
     }
 }
 

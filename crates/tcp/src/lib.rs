@@ -15,8 +15,9 @@
 //! ND ports are TCP ports (an identity mapping), so a `tcp` listener is reachable by any iWARP
 //! peer that connects to that TCP port.
 
-// `unsafe` appears only where application memory is touched by address (`mem`) and in the
-// SPI's unsafe post methods, whose contracts it forwards.
+// `unsafe` appears only where application memory is touched by address (`mem`), in the
+// SPI's unsafe post methods, whose contracts it forwards, and in the wake signal's
+// installation and handler (`wake`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod adapter;
@@ -33,6 +34,7 @@ pub mod protect;
 mod qp;
 mod sockets;
 mod srq;
+mod wake;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

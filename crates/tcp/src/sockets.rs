@@ -112,7 +112,8 @@ pub(crate) fn peer_gone(s: &Socket) -> bool {
 pub(crate) fn write_all(s: &Socket, mut bytes: &[u8]) -> io::Result<()> {
     use rustix::net::SendFlags;
     while !bytes.is_empty() {
-        match rustix::net::send(s, bytes, SendFlags::NOSIGNAL) {
+        // DONTWAIT: the socket may be a blocking one (`crate::wake`).
+        match rustix::net::send(s, bytes, SendFlags::NOSIGNAL | SendFlags::DONTWAIT) {
             Ok(n) => bytes = &bytes[n..],
             Err(rustix::io::Errno::AGAIN) => {
                 let mut fds = [rustix::event::PollFd::new(s, rustix::event::PollFlags::OUT)];

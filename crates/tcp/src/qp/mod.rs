@@ -1376,6 +1376,20 @@ impl Source for TcpQp {
     /// buffer (RFC 5041 §7.2, 0x1/0x2/0x02, naming its QN and MSN) and end the connection; the
     /// sender completes that Send with `ND_IO_TIMEOUT`. This side reports nothing for it (the
     /// receiver "sees no CQE"); its SRQ's Receives stay there for the other queue pairs.
+    fn lend_reader(&self) -> Option<usize> {
+        let mut g = self.lock();
+        if g.conn == Conn::Closed {
+            return None;
+        }
+        g.rx.lend()
+    }
+
+    fn return_reader(&self, got: std::result::Result<&[u8], rustix::io::Errno>, asked: usize) {
+        let mut g = self.lock();
+        g.rx.take_back(got, asked);
+        self.progress_locked(&mut g);
+    }
+
     fn on_timer(&self) {
         let mut g = self.lock();
         g.rx.timer_armed = false;

@@ -92,6 +92,9 @@ pub(crate) struct Rx {
     bulk: bool,
     /// The peer's FIN (or a reset) was read after the end.
     eof: bool,
+    /// The engine's leader sleeps in `recv` on the socket (`Source::lend_reader`): nobody
+    /// else reads it meanwhile, or bytes could be processed out of order.
+    lent: bool,
 }
 
 impl Rx {
@@ -113,6 +116,7 @@ impl Rx {
             delivered: false,
             bulk: false,
             eof: false,
+            lent: false,
         }
     }
 
@@ -129,6 +133,43 @@ impl Rx {
         self.start = 0;
         self.end = leftover.len();
         self.deframer = Some(Deframer::new(crc, 65535));
+    }
+
+    /// Lend the socket's reading to the engine's leader, if nothing buffered waits for more
+    /// bytes than a small read brings (a large payload is read straight into its destination
+    /// by `fill`) and nothing else needs the stream: `Some(n)`, the most the leader may read.
+    pub(crate) fn lend(&mut self) -> Option<usize> {
+        let idle = self.deframer.as_ref()?.payload_remaining() < DIRECT_MIN;
+        if !idle || self.start != self.end || self.stalled.is_some() || self.hangup || self.lent {
+            return None;
+        }
+        self.lent = true;
+        Some(self.buf.len())
+    }
+
+    /// The leader's read is back (see [`Rx::lend`]): take its bytes as if `fill` had read them.
+    pub(crate) fn take_back(&mut self, got: Result<&[u8], Errno>, asked: usize) {
+        self.lent = false;
+        match got {
+            Ok(b) if !b.is_empty() => {
+                // `lend` saw the buffer empty and offered no more than its length.
+                self.buf[..b.len()].copy_from_slice(b);
+                self.start = 0;
+                self.end = b.len();
+                self.drained = b.len() < asked;
+            }
+            Ok(_) => {
+                // The end of the stream: the next read sees it again and ends the connection.
+                self.hangup = true;
+                self.drained = false;
+            }
+            Err(Errno::AGAIN) => self.drained = false,
+            Err(_) => {
+                // The error was consumed by the leader's read; the next one reports the end.
+                self.hangup = true;
+                self.drained = false;
+            }
+        }
     }
 
     pub(crate) fn is_stalled(&self) -> bool {
@@ -242,6 +283,10 @@ impl TcpQp {
         let Some(sock) = g.sock.as_ref() else {
             return Ok(false);
         };
+        if g.rx.lent {
+            // The leader is reading; it hands what it reads to `take_back`.
+            return Ok(false);
+        }
         let remaining = g.rx.deframer.as_ref().map_or(0, |d| d.payload_remaining());
         if remaining >= DIRECT_MIN {
             if let Some((addr, n)) = self.direct_target(g, remaining) {
@@ -301,7 +346,7 @@ impl TcpQp {
     /// causes, which would make the peer discard our Terminate before reading it.
     pub(super) fn discard_input(&self, g: &mut Inner) {
         let Some(sock) = g.sock.as_ref() else { return };
-        if g.rx.eof {
+        if g.rx.eof || g.rx.lent {
             return;
         }
         loop {
