@@ -152,7 +152,9 @@ impl Rx {
         self.lent = false;
         match got {
             Ok(b) if !b.is_empty() => {
-                // `lend` saw the buffer empty and offered no more than its length.
+                // `lend` saw the buffer empty and offered no more than its length; nothing
+                // refilled it meanwhile (`fill` reads nothing while lent).
+                debug_assert_eq!(self.start, self.end);
                 self.buf[..b.len()].copy_from_slice(b);
                 self.start = 0;
                 self.end = b.len();
