@@ -453,3 +453,42 @@ fn a_refused_write_is_told_from_an_earlier_one_to_the_same_address() {
         Ok(())
     });
 }
+
+/// Writes into a region keep landing until it is deregistered; the next one, to the same
+/// address and of the same size, is refused (ND_ACCESS_VIOLATION, D6) and places nothing.
+/// The target's check must see the removal even right after it passed the same region: `shm`
+/// checks a small Write against a copy of the region it placed the last one into, trusted only
+/// while no registration has been removed since (`LocalCache::covers`).
+#[test]
+fn a_write_after_its_region_is_deregistered_is_refused() {
+    each("rdma-write-after-deregister", |p, ip| {
+        let (_a, server, client, _listener) = default_pair(p, ip)?;
+        let flags = MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE;
+        let region = server.register_again(flags)?;
+        let (addr, token) = (server.addr(0), region.get_remote_token());
+        let q = client.qp_context;
+        for (i, bytes) in [b"placed 1", b"placed 2"].into_iter().enumerate() {
+            // SAFETY: nothing is posted on the client's first bytes.
+            unsafe { client.write(&[0..8], bytes) };
+            let ctx = i as u64;
+            client
+                .rdma_write(ctx, &[0..8], addr, token, OpFlags::INLINE)
+                .ctx("Write")?;
+            let r = next_results(&client.scq, 1, "a Write into the live region")?;
+            done(RequestType::Write, Status::SUCCESS, ctx, q).check(&r[0], "Write")?;
+        }
+        wait_ok(&region.deregister().ctx("Deregister")?, "Deregister")?;
+        // SAFETY: as above.
+        unsafe { client.write(&[0..8], b"too late") };
+        client
+            .rdma_write(2, &[0..8], addr, token, OpFlags::INLINE)
+            .ctx("Write after Deregister")?;
+        let r = next_results(&client.scq, 1, "the Write after Deregister")?;
+        done(RequestType::Write, Status::ACCESS_VIOLATION, 2, q)
+            .check(&r[0], "the Write after Deregister")?;
+        // SAFETY: the connection is gone; nothing writes the server's buffer.
+        let got = unsafe { server.read(&[0..8], 8) };
+        ensure!(got == b"placed 2", "the refused Write was placed: {got:?}");
+        Ok(())
+    });
+}

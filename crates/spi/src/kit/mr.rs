@@ -222,6 +222,9 @@ pub struct LocalCache {
     base: u64,
     limit: u64,
     flags: MrFlags,
+    /// A window: never [`LocalCache::covers`]ed (whether it serves a queue pair is not in the
+    /// copy).
+    window: bool,
     /// [`Table::generation`] before the lookup that filled the cache.
     generation: u64,
 }
@@ -246,6 +249,7 @@ impl LocalCache {
             base: r.base as u64,
             limit: r.base as u64 + r.len as u64,
             flags: r.flags,
+            window: r.kind == Kind::Window,
             generation,
         };
         Some(r)
@@ -255,10 +259,13 @@ impl LocalCache {
     /// against the cached registration, which no removal from `table` has touched since. No
     /// reference is taken, so the answer is for a use that ends before the call returns, and
     /// only if the provider set a [`Table::set_copy_barrier`] that waits for such uses: a
-    /// Deregister on another thread could otherwise free the memory under the copy.
+    /// Deregister on another thread could otherwise free the memory under the copy. A cached
+    /// window is never covered (a window serves only the queue pair it is bound through, which
+    /// the caller checks on the registration itself).
     pub fn covers(&self, table: &Table, token: u32, addr: u64, len: u64, access: Access) -> bool {
         self.token == token
             && token != 0
+            && !self.window
             && self.generation == table.generation()
             && check_range(self.base, self.limit, self.flags, addr, len, access).is_ok()
     }
@@ -525,6 +532,13 @@ mod tests {
         t.remove(r.token);
         assert!(!c.covers(&t, r.token, 0x1000, 1, Access::LocalRead));
         assert!(c.resolve(&t, r.token).is_none());
+        // A window resolves, but its copy never vouches for an access.
+        let w = t.insert(NewRegistration {
+            kind: Kind::Window,
+            ..new(0x8000, 0x10, MrFlags::ALLOW_REMOTE_WRITE)
+        });
+        assert!(c.resolve(&t, w.token).is_some());
+        assert!(!c.covers(&t, w.token, 0x8000, 1, Access::RemoteWrite));
     }
 
     #[test]
