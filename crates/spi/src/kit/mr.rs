@@ -207,14 +207,16 @@ fn check_range(
     Ok(())
 }
 
-/// The registration a queue pair's local SGEs resolved to last: most posts reuse one buffer.
+/// The registration a queue pair's local SGEs (or, as a second cache, the peer's remote
+/// tokens) resolved to last: most posts reuse one buffer, most of a peer's Writes one region.
 ///
 /// It holds no reference (a Deregister completes when the last *user* of the memory lets go,
 /// and a cache is no user), so [`LocalCache::resolve`] upgrades a weak pointer. For a use that
-/// ends within the post (a small Send copied into the ring at once) [`LocalCache::covers`]
-/// checks against a copy of the registration's range and rights instead, with plain loads
-/// only: the copy is trusted while no registration of the table has been removed since it was
-/// made ([`Table::generation`]).
+/// ends within the call, under the queue pair's lock (a small Send copied into the ring at
+/// once, a peer's one-cell Write placed by `shm`), [`LocalCache::covers`] checks against a
+/// copy of the registration's range and rights instead, with plain loads only: the copy is
+/// trusted while no registration of the table has been removed since it was made
+/// ([`Table::generation`]).
 #[derive(Debug, Default)]
 pub struct LocalCache {
     reg: Weak<Registration>,
