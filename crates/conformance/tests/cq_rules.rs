@@ -323,12 +323,12 @@ fn lone_connection(p: &Provider, fam: Family) -> Check {
     Expect::send(Status::SUCCESS, 3, CLIENT_QP).check(&r[0], "client Send")
 }
 
-/// The calling thread's kernel id (the last part of `/proc/thread-self`).
+/// The calling thread's kernel id.
 fn this_tid() -> u32 {
-    std::fs::read_link("/proc/thread-self")
-        .ok()
-        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
-        .unwrap_or(0)
+    rustix::thread::gettid()
+        .as_raw_nonzero()
+        .get()
+        .unsigned_abs()
 }
 
 /// Return once the thread `tid` names (set by the thread itself) sleeps in a system call

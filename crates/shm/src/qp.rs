@@ -1765,37 +1765,32 @@ impl ShmQp {
                 if inline > 0 && inline != total {
                     return Served::Broken;
                 }
-                if inline == total
+                // The common case (ndrpingpong), a one-cell Write into the region the last
+                // one went to with no registration removed since, is checked against the
+                // cache's copy of its range and rights and takes no reference: the copy ends
+                // under this queue pair's lock, which a Deregister waits for
+                // (`LocalCache::covers`, the adapter's copy barrier).
+                let cached = inline == total
                     && g.rcache.covers(
                         &self.shared.mrs,
                         d.token,
                         d.addr,
                         total,
                         Access::RemoteWrite,
-                    )
-                {
-                    // The common case (ndrpingpong): the region the last Write went to, no
-                    // registration removed since. Checked against the cache's copy of its range
-                    // and rights, no reference taken: the copy ends under this queue pair's
-                    // lock, which a Deregister waits for (`LocalCache::covers`, the adapter's
-                    // copy barrier).
-                    g.cons.advance();
-                    let seg = mem::target(d.addr, total);
-                    // SAFETY: `seg` passed the remote-write check against a registration that
-                    // stays live until the lock is released.
-                    unsafe { mem::copy(&Owned(&cell[Desc::LEN..n]), &seg, total as usize) };
-                    g.answers.push_back(Answer::Ack);
-                    return Served::Done;
-                }
-                let Ok(reg) = self.check_remote(g, d, total, Access::RemoteWrite) else {
-                    return Served::Refused;
+                    );
+                let reg = match cached {
+                    true => None,
+                    false => match self.check_remote(g, d, total, Access::RemoteWrite) {
+                        Ok(reg) => reg,
+                        Err(_) => return Served::Refused,
+                    },
                 };
                 g.cons.advance();
                 if inline == total {
                     let seg = mem::target(d.addr, total);
                     let src = Owned(&cell[Desc::LEN..n]);
-                    // SAFETY: `seg` passed the remote-write check against `reg`, a live
-                    // registration held across the copy.
+                    // SAFETY: `seg` passed the remote-write check against a registration that
+                    // stays live across the copy: held in `reg`, or (cached) kept by the lock.
                     unsafe { mem::copy(&src, &seg, total as usize) };
                     drop(reg);
                     g.answers.push_back(Answer::Ack);

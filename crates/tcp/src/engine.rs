@@ -51,17 +51,25 @@ pub(crate) trait Source: Send + Sync {
     fn on_timer(&self) {}
 
     /// The leader would sleep in a blocking `recv` on this source's stream (`crate::wake`).
-    /// `Some(n)`: the source has nothing buffered that it could process, takes up to `n` bytes,
-    /// and reads nothing from the socket itself until [`Source::return_reader`]. `None`: not
-    /// now (the leader sleeps in `poll` instead).
-    fn lend_reader(&self) -> Option<usize> {
+    /// `Some(buf)`: the source has nothing buffered that it could process, lends its receive
+    /// buffer to read into, and reads nothing from the socket itself until
+    /// [`Source::return_reader`]. `None`: not now (the leader sleeps in `poll` instead).
+    fn lend_reader(&self) -> Option<Box<[u8]>> {
         None
     }
 
-    /// The leader's `recv` of up to `asked` bytes after [`Source::lend_reader`] returned:
-    /// what it read (`Ok(&[])`: the peer's end of stream; fewer than `asked`: the socket is
-    /// empty now), or `Err(AGAIN)` if it was woken with nothing read.
-    fn return_reader(&self, _got: Result<&[u8], rustix::io::Errno>, _asked: usize) {}
+    /// The buffer [`Source::lend_reader`] lent, after the leader's `recv` into its first
+    /// `asked` bytes: how many it read (`Ok(0)`: the peer's end of stream; fewer than `asked`:
+    /// the socket is empty now), or `Err(AGAIN)` if it was woken with nothing read.
+    // The buffer is the lender's own, moved back to it (no default source lends one).
+    #[allow(clippy::boxed_local)]
+    fn return_reader(
+        &self,
+        _buf: Box<[u8]>,
+        _got: Result<usize, rustix::io::Errno>,
+        _asked: usize,
+    ) {
+    }
 }
 
 /// Token 0 is the eventfd; control sources get `slab key + 1`; streams `STREAM_TOKEN | key`.
@@ -110,11 +118,10 @@ pub(crate) struct Engine {
 #[derive(Default)]
 struct LeaderScratch {
     streams: Vec<(Arc<StreamShared>, Weak<dyn Source>)>,
-    /// Where a sleep in `recv` reads to (the source copies it into its stream buffer).
-    read_buf: Vec<u8>,
 }
 
-/// The most a sleep in `recv` reads: a few small messages. The source reads the rest itself.
+/// The most a sleep in `recv` reads: a few small messages. The source reads the rest itself
+/// (a large payload straight into its destination).
 const SLEEP_READ: usize = 4096;
 
 impl fmt::Debug for Engine {
@@ -455,8 +462,7 @@ impl Engine {
     /// The leader's sleep in `recv` on the one stream of `scratch`, if its source lends its
     /// reader and the wake signal reaches this thread (`crate::wake`). `false`: not taken.
     fn sleep_in_recv(&self, scratch: &mut LeaderScratch) -> bool {
-        let LeaderScratch { streams, read_buf } = scratch;
-        let (sh, src) = &streams[0];
+        let (sh, src) = &scratch.streams[0];
         if !sh.wants_read.load(Ordering::SeqCst)
             || sh.wants_write.load(Ordering::SeqCst)
             || !self.sleeper.available()
@@ -466,20 +472,15 @@ impl Engine {
         let Some(src) = src.upgrade() else {
             return false;
         };
-        let Some(max) = src.lend_reader() else {
+        let Some(mut buf) = src.lend_reader() else {
             return false;
         };
-        if read_buf.is_empty() {
-            read_buf.resize(SLEEP_READ, 0);
-        }
-        let asked = max.min(SLEEP_READ);
-        let buf = &mut read_buf[..asked];
-        let got = match self.sleeper.recv(&sh.sock, buf) {
-            Woke::Read(Ok(n)) => Ok(&buf[..n]),
-            Woke::Read(Err(e)) => Err(e),
+        let asked = buf.len().min(SLEEP_READ);
+        let got = match self.sleeper.recv(&sh.sock, &mut buf[..asked]) {
+            Woke::Read(r) => r,
             Woke::Early | Woke::TimedOut => Err(rustix::io::Errno::AGAIN),
         };
-        src.return_reader(got, asked);
+        src.return_reader(buf, got, asked);
         true
     }
 }

@@ -1371,12 +1371,7 @@ impl Source for TcpQp {
         self.progress_locked(&mut g);
     }
 
-    /// The receiver-not-ready clock of a held Send ran out (R-QP-7): no Receive came within
-    /// `ND_TCP_RNR_TIMEOUT_MS`. Refuse the Send the way DDP refuses an untagged message with no
-    /// buffer (RFC 5041 §7.2, 0x1/0x2/0x02, naming its QN and MSN) and end the connection; the
-    /// sender completes that Send with `ND_IO_TIMEOUT`. This side reports nothing for it (the
-    /// receiver "sees no CQE"); its SRQ's Receives stay there for the other queue pairs.
-    fn lend_reader(&self) -> Option<usize> {
+    fn lend_reader(&self) -> Option<Box<[u8]>> {
         let mut g = self.lock();
         if g.conn == Conn::Closed {
             return None;
@@ -1384,12 +1379,22 @@ impl Source for TcpQp {
         g.rx.lend()
     }
 
-    fn return_reader(&self, got: std::result::Result<&[u8], rustix::io::Errno>, asked: usize) {
+    fn return_reader(
+        &self,
+        buf: Box<[u8]>,
+        got: std::result::Result<usize, rustix::io::Errno>,
+        asked: usize,
+    ) {
         let mut g = self.lock();
-        g.rx.take_back(got, asked);
+        g.rx.take_back(buf, got, asked);
         self.progress_locked(&mut g);
     }
 
+    /// The receiver-not-ready clock of a held Send ran out (R-QP-7): no Receive came within
+    /// `ND_TCP_RNR_TIMEOUT_MS`. Refuse the Send the way DDP refuses an untagged message with no
+    /// buffer (RFC 5041 §7.2, 0x1/0x2/0x02, naming its QN and MSN) and end the connection; the
+    /// sender completes that Send with `ND_IO_TIMEOUT`. This side reports nothing for it (the
+    /// receiver "sees no CQE"); its SRQ's Receives stay there for the other queue pairs.
     fn on_timer(&self) {
         let mut g = self.lock();
         g.rx.timer_armed = false;

@@ -135,35 +135,39 @@ impl Rx {
         self.deframer = Some(Deframer::new(crc, 65535));
     }
 
-    /// Lend the socket's reading to the engine's leader, if nothing buffered waits for more
-    /// bytes than a small read brings (a large payload is read straight into its destination
-    /// by `fill`) and nothing else needs the stream: `Some(n)`, the most the leader may read.
-    pub(crate) fn lend(&mut self) -> Option<usize> {
+    /// Lend the socket's reading, and the receive buffer to read into, to the engine's
+    /// leader, if nothing buffered waits for more bytes than a small read brings (a large
+    /// payload is read straight into its destination by `fill`) and nothing else needs the
+    /// stream. The buffer comes back through [`Rx::take_back`]; meanwhile it is empty here.
+    pub(crate) fn lend(&mut self) -> Option<Box<[u8]>> {
         let idle = self.deframer.as_ref()?.payload_remaining() < DIRECT_MIN;
         if !idle || self.start != self.end || self.stalled.is_some() || self.hangup || self.lent {
             return None;
         }
         self.lent = true;
-        Some(self.buf.len())
+        // Nothing is buffered: the empty range stays valid in the empty buffer left here.
+        self.start = 0;
+        self.end = 0;
+        Some(std::mem::take(&mut self.buf))
     }
 
-    /// The leader's read is back (see [`Rx::lend`]): take its bytes as if `fill` had read them.
-    pub(crate) fn take_back(&mut self, got: Result<&[u8], Errno>, asked: usize) {
+    /// The leader's read into `buf` (see [`Rx::lend`]) is back, as if `fill` had made it:
+    /// `Ok(n)` bytes at its start (`Ok(0)`: the peer's end of stream), or `Err(AGAIN)` if the
+    /// leader was woken with nothing read. `asked`: how much of `buf` it offered the read.
+    pub(crate) fn take_back(&mut self, buf: Box<[u8]>, got: Result<usize, Errno>, asked: usize) {
         self.lent = false;
+        self.buf = buf;
         match got {
-            Ok(b) if !b.is_empty() => {
-                // `lend` saw the buffer empty and offered no more than its length; nothing
-                // refilled it meanwhile (`fill` reads nothing while lent).
-                debug_assert_eq!(self.start, self.end);
-                self.buf[..b.len()].copy_from_slice(b);
-                self.start = 0;
-                self.end = b.len();
-                self.drained = b.len() < asked;
-            }
-            Ok(_) => {
+            Ok(0) => {
                 // The end of the stream: the next read sees it again and ends the connection.
                 self.hangup = true;
                 self.drained = false;
+            }
+            Ok(n) => {
+                // `lend` left the range empty at 0, and `fill` reads nothing while lent.
+                debug_assert_eq!((self.start, self.end), (0, 0));
+                self.end = n;
+                self.drained = n < asked;
             }
             Err(Errno::AGAIN) => self.drained = false,
             Err(_) => {
