@@ -92,6 +92,26 @@ class Verdicts(unittest.TestCase):
         self.assertIn("not selected", v)
 
 
+class Rows(unittest.TestCase):
+    def test_every_target_names_a_row_and_its_anchor(self):
+        keys = {r.key for r in compare.rows(False, {"blocking": True, "sweep": True}, True)}
+        for target in compare.TARGETS:
+            self.assertIn(target[2], keys, target[1])
+            if target[3]:
+                self.assertIn(target[3], keys, target[1])
+
+    def test_a_pgo_row_follows_its_default_row_and_runs_the_pgo_binary(self):
+        rs = compare.rows(False, {"blocking": True, "sweep": True}, True)
+        keys = [r.key for r in rs]
+        pgo = [k for k in keys if k.endswith("-pgo")]
+        self.assertEqual(len(pgo), 3)
+        for k in pgo:
+            self.assertEqual(keys[keys.index(k) - 1], k[: -len("-pgo")])
+            self.assertTrue(rs[keys.index(k)].shown.startswith("target/pgo/nd "))
+        plain = compare.rows(False, {"blocking": True, "sweep": True}, False)
+        self.assertFalse([r.key for r in plain if r.key.endswith("-pgo")])
+
+
 class Readiness(unittest.TestCase):
     def test_listening_sees_a_listener_and_not_a_free_port(self):
         import socket
