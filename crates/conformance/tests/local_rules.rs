@@ -1073,3 +1073,49 @@ fn a_listener_created_while_another_thread_sleeps_is_watched() {
         canceled(sleeper)
     });
 }
+
+/// A connection's 4-tuple is never made twice (IND2Connector::Connect's
+/// ND_ADDRESS_ALREADY_EXISTS case): a connector's local address stays its own while connected,
+/// so a second connector cannot Bind it (ND_SHARING_VIOLATION, "the address is already in
+/// use"), on the address the connection uses or on the wildcard, and so a Connect from that
+/// port to the same listener cannot even be attempted. The refused Binds leave the second
+/// connector unbound (it may Bind elsewhere).
+#[test]
+fn a_connected_local_address_is_not_bound_twice() {
+    each("connected-address-exclusive", |p, ip| {
+        let (a, _server, client, listener) = default_pair(p, ip)?;
+        let local = client
+            .connector
+            .get_local_address()
+            .ctx("the client's local address")?;
+        ensure!(local.port() != 0, "a connected connector has port 0");
+        let second = Side::on(&a, SideConfig::default())?;
+        expect_status(
+            second.connector.bind(local),
+            Status::SHARING_VIOLATION,
+            "Bind a second connector to a connected connector's local address",
+        )?;
+        let wild = SocketAddr::new(
+            match ip {
+                IpAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+                IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+            },
+            local.port(),
+        );
+        expect_status(
+            second.connector.bind(wild),
+            Status::SHARING_VIOLATION,
+            "Bind the wildcard address at a connected connector's port",
+        )?;
+        ensure!(
+            second.connector.get_local_address().is_err(),
+            "a refused Bind left the connector bound"
+        );
+        second
+            .connector
+            .bind(SocketAddr::new(ip, 0))
+            .ctx("Bind the second connector to a port of its own")?;
+        drop(listener);
+        Ok(())
+    });
+}
