@@ -266,11 +266,7 @@ fn connector_rules() {
         drop(connecting);
         let side = Side::on(&a, SideConfig::default())?;
         // D13 (NdInvalidIP): Connect to the unspecified address.
-        let unspecified: IpAddr = if ip.is_ipv6() {
-            std::net::Ipv6Addr::UNSPECIFIED.into()
-        } else {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        };
+        let unspecified = unspecified_like(ip);
         side.connector
             .bind(SocketAddr::new(ip, 0))
             .ctx("Connector::bind")?;
@@ -1083,7 +1079,7 @@ fn a_listener_created_while_another_thread_sleeps_is_watched() {
 #[test]
 fn a_connected_local_address_is_not_bound_twice() {
     each("connected-address-exclusive", |p, ip| {
-        let (a, _server, client, listener) = default_pair(p, ip)?;
+        let (a, _server, client, _listener) = default_pair(p, ip)?;
         let local = client
             .connector
             .get_local_address()
@@ -1095,13 +1091,7 @@ fn a_connected_local_address_is_not_bound_twice() {
             Status::SHARING_VIOLATION,
             "Bind a second connector to a connected connector's local address",
         )?;
-        let wild = SocketAddr::new(
-            match ip {
-                IpAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
-                IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
-            },
-            local.port(),
-        );
+        let wild = SocketAddr::new(unspecified_like(ip), local.port());
         expect_status(
             second.connector.bind(wild),
             Status::SHARING_VIOLATION,
@@ -1115,7 +1105,14 @@ fn a_connected_local_address_is_not_bound_twice() {
             .connector
             .bind(SocketAddr::new(ip, 0))
             .ctx("Bind the second connector to a port of its own")?;
-        drop(listener);
         Ok(())
     });
+}
+
+/// The unspecified address of `ip`'s family.
+fn unspecified_like(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    }
 }
