@@ -82,6 +82,20 @@ class Verdicts(unittest.TestCase):
         self.assertIn("**met**", compare.verdict(("5", "x", "b", None, "<=", 1.0), by_key))
         self.assertIn("**not met**", compare.verdict(("5", "x", "b", None, "<", 1.0), by_key))
 
+    def test_a_verdict_counts_the_reps_that_held(self):
+        # Per-rep ratios 1.0, 1.3, 1.05: the median 1.05 meets 1.1, in two of the three reps.
+        by_key = {"a": row("a", [1.0, 1.3, 2.1]), "b": row("b", [1.0, 1.0, 2.0])}
+        self.assertIn("**met** (in 2 of 3 reps)", compare.verdict(("4", "x", "a", "b", "<=", 1.1), by_key))
+        # An absolute target counts the reps that ran.
+        by_key = {"c": row("c", [0.19, None, 0.25, 0.18])}
+        self.assertIn("**met** (in 2 of 3 reps)", compare.verdict(("5", "x", "c", None, "<", 0.20), by_key))
+
+    def test_pgo_pairs_compare_the_two_builds_rep_by_rep(self):
+        rws = [row("p", [2.0, 2.0, 2.0, None]), row("p-pgo", [1.0, 3.0, 1.5, 1.0]), row("q-pgo", [1.0])]
+        lines = compare.pgo_pairs(rws, {r.key: r for r in rws})
+        # q-pgo has no default row: no line. p: ratios 0.5, 1.5, 0.75 (the fourth rep failed).
+        self.assertEqual(lines, ["p: the PGO build faster in 2 of 3 reps, PGO/default 0.750 (median over reps)"])
+
     def test_a_failed_row_says_why(self):
         by_key = {"a": row("a", [None], ["exit 1: ND_NOT_SUPPORTED"]), "b": row("b", [1.0])}
         v = compare.verdict(("5", "x", "a", "b", ">=", 0.6), by_key)
