@@ -233,11 +233,7 @@ impl Engine {
 
     /// Fire the deadlines that passed; how long until the next one.
     fn run_timers(&self) -> Option<Duration> {
-        let (due, next) = self.timers.take_due();
-        for s in due {
-            s.on_timer();
-        }
-        next
+        self.timers.run_due(|s| s.on_timer())
     }
 
     /// Take and release the lock of every connected queue pair: whatever ran under one when

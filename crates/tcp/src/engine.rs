@@ -340,11 +340,7 @@ impl Engine {
 
     /// Fire expired timers; returns how long until the next one.
     fn run_timers(&self) -> Option<Duration> {
-        let (due, next) = self.timers.take_due();
-        for s in due {
-            s.on_timer();
-        }
-        next
+        self.timers.run_due(|s| s.on_timer())
     }
 }
 

@@ -683,9 +683,8 @@ impl TcpQp {
             *piece =
                 unsafe { crate::mem::slice(s.buffer as usize as u64, s.buffer_length as usize) };
         }
-        let mut frame = [0u8; tx::DIRECT_FRAME];
         let Some((n, msn)) =
-            g.tx.encode_send_direct(&pieces[..sge.len()], wr.flags, g.crc, &mut frame)
+            g.tx.encode_send_direct(&pieces[..sge.len()], wr.flags, g.crc)
         else {
             return Err(wr);
         };
@@ -693,7 +692,7 @@ impl TcpQp {
         let flags = rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT;
         // Full socket, a signal, or a broken connection: the queued frame's `flush_tx` below
         // tries again and reports what it finds.
-        let written = rustix::net::send(sock, &frame[..n], flags).unwrap_or(0);
+        let written = rustix::net::send(sock, g.tx.direct_frame(n), flags).unwrap_or(0);
         g.lazy = false;
         if written == n {
             // The queue was empty: this Send is the oldest, and complete (under the lock, so
@@ -701,7 +700,7 @@ impl TcpQp {
             self.complete_send(&wr, Status::SUCCESS);
             return Ok(());
         }
-        g.tx.queue_direct(&frame[..n], written);
+        g.tx.queue_direct(n, written);
         g.sq.push_bare(wr);
         g.encoded += 1;
         self.flush_tx(g);

@@ -26,7 +26,7 @@ use netdirect_spi::kit::wrq::Seg;
 /// Payloads up to this many bytes are copied into the staging buffer rather than gathered.
 pub(crate) const INLINE_COPY: usize = 1024;
 
-/// Largest Send payload [`Tx::encode_send_direct`] frames on the stack: the ping-pong sizes,
+/// Largest Send payload [`Tx::encode_send_direct`] frames in one piece: the ping-pong sizes,
 /// where the staging path's bookkeeping cost more than the bytes.
 pub(crate) const DIRECT_MAX: usize = 256;
 /// Room for a direct frame: prefix, payload, pad and CRC.
@@ -119,6 +119,9 @@ pub(crate) struct Tx {
     stash: Vec<u8>,
     stash_lens: VecDeque<u32>,
     stash_off: usize,
+    /// The frame [`Tx::encode_send_direct`] builds, kept here rather than on the stack so no
+    /// Send zeroes 283 bytes first (a `memset` call per message).
+    direct: Box<[u8; DIRECT_FRAME]>,
 }
 
 impl Tx {
@@ -133,6 +136,7 @@ impl Tx {
             stash: Vec::new(),
             stash_lens: VecDeque::new(),
             stash_off: 0,
+            direct: Box::new([0; DIRECT_FRAME]),
         }
     }
 
@@ -310,16 +314,15 @@ impl Tx {
     }
 
     /// Frame a Send whose payload is `pieces` (together at most [`DIRECT_MAX`] bytes and one
-    /// segment's worth) as one FPDU in `out`, for the caller to write straight to the socket
-    /// when nothing is queued before it; returns the frame's length and the Send's MSN, or
-    /// `None` when the payload does not fit one direct frame. The MSN is taken: the frame must
-    /// reach the wire, directly or through [`Tx::queue_direct`].
+    /// segment's worth) as one FPDU, [`Tx::direct_frame`], for the caller to write straight
+    /// to the socket when nothing is queued before it; returns the frame's length and the
+    /// Send's MSN, or `None` when the payload does not fit one direct frame. The MSN is taken:
+    /// the frame must reach the wire, directly or through [`Tx::queue_direct`].
     pub(crate) fn encode_send_direct(
         &mut self,
         pieces: &[&[u8]],
         flags: OpFlags,
         crc: bool,
-        out: &mut [u8; DIRECT_FRAME],
     ) -> Option<(usize, u32)> {
         if payload_len(pieces) > DIRECT_MAX.min(fpdu::max_payload(self.mulpdu, UNTAGGED_LEN)) {
             return None;
@@ -330,19 +333,28 @@ impl Tx {
             msn,
         }
         .header(0, true);
-        Some((frame_into(&hdr, &[], pieces, crc, out), msn))
+        Some((
+            frame_into(&hdr, &[], pieces, crc, &mut self.direct[..]),
+            msn,
+        ))
     }
 
-    /// Queue the rest of a direct frame of which the socket took `written` bytes (maybe none)
-    /// as the oldest output, with its request's `Done` marker: from here it is written and
-    /// accounted as any encoded request. Only valid with nothing queued (`!has_output()`).
-    pub(crate) fn queue_direct(&mut self, frame: &[u8], written: usize) {
-        debug_assert!(self.chunks.is_empty() && written < frame.len());
+    /// The first `n` bytes of the frame [`Tx::encode_send_direct`] built last.
+    pub(crate) fn direct_frame(&self, n: usize) -> &[u8] {
+        &self.direct[..n]
+    }
+
+    /// Queue the rest of the direct frame of `n` bytes of which the socket took `written`
+    /// bytes (maybe none) as the oldest output, with its request's `Done` marker: from here
+    /// it is written and accounted as any encoded request. Only valid with nothing queued
+    /// (`!has_output()`).
+    pub(crate) fn queue_direct(&mut self, n: usize, written: usize) {
+        debug_assert!(self.chunks.is_empty() && written < n);
         self.staged.clear();
-        self.staged.extend_from_slice(frame);
+        self.staged.extend_from_slice(&self.direct[..n]);
         self.chunks.push_back(Chunk::Staged {
             start: 0,
-            len: frame.len() as u32,
+            len: n as u32,
             end: true,
         });
         self.chunks.push_back(Chunk::Done);

@@ -496,8 +496,15 @@ impl Deframer {
             }
             _ => {}
         }
+        // Fixed-size copies (inline moves, not `memcpy` calls): the DDP header is 14 or 18
+        // bytes, and the bytes past a tagged header's 14 stay zero, as `raw_ddp` promises.
         let mut raw_ddp = [0u8; UNTAGGED_LEN];
-        raw_ddp[..ddp_len].copy_from_slice(&self.hdr[LENGTH_FIELD_LEN..base]);
+        if ddp_len == UNTAGGED_LEN {
+            raw_ddp.copy_from_slice(&self.hdr[LENGTH_FIELD_LEN..LENGTH_FIELD_LEN + UNTAGGED_LEN]);
+        } else {
+            raw_ddp[..TAGGED_LEN]
+                .copy_from_slice(&self.hdr[LENGTH_FIELD_LEN..LENGTH_FIELD_LEN + TAGGED_LEN]);
+        }
         // prefix ≤ 2 + ulpdu was checked by header_need.
         let payload_len = LENGTH_FIELD_LEN + ulpdu - prefix;
         self.remaining = payload_len;
@@ -525,7 +532,11 @@ impl Deframer {
         input: &'a [u8],
     ) -> Result<(Option<Event<'a>>, usize), FramingError> {
         let take = (self.trailer_len - self.trailer_got).min(input.len());
-        self.trailer[self.trailer_got..self.trailer_got + take].copy_from_slice(&input[..take]);
+        // The pad and CRC are kept only when the CRC is still to be checked against them: with a
+        // verdict (the whole segment was checked in one pass) or no CRC they are just skipped.
+        if self.crc_on && self.crc_verdict.is_none() {
+            self.trailer[self.trailer_got..self.trailer_got + take].copy_from_slice(&input[..take]);
+        }
         self.trailer_got += take;
         if self.trailer_got < self.trailer_len {
             return Ok((None, take));

@@ -122,7 +122,8 @@ pub fn encode_trailer(prefix: &[u8], payload: &[&[u8]], crc_on: bool, out: &mut 
     let total = prefix.len() + payload.iter().map(|p| p.len()).sum::<usize>();
     // The length field is counted in `total`, so pad to a multiple of 4 directly.
     let pad = (4 - total % 4) % 4;
-    out[..pad].fill(0);
+    // The whole array rather than `out[..pad]`: a fixed-size store, not a `memset` call.
+    *out = [0; 7];
     let value = if crc_on {
         // Empty pieces are skipped: each call has a fixed cost that dominates small frames.
         let mut c = crc::crc32c(prefix);
