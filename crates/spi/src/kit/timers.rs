@@ -76,7 +76,7 @@ impl<S: ?Sized> Timers<S> {
     }
 
     /// The timerfd, for the engine's epoll set: readable once a deadline has passed, until
-    /// [`Timers::take_due`] runs.
+    /// [`Timers::run_due`] runs.
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
@@ -103,7 +103,7 @@ impl<S: ?Sized> Timers<S> {
         let _ = timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec);
     }
 
-    /// Have `source` called back (by [`Timers::take_due`]'s caller) once `at` has passed.
+    /// Have `source` called back (by [`Timers::run_due`]) once `at` has passed.
     pub fn add(&self, at: Instant, source: Weak<S>) {
         let mut t = self.lock();
         let earliest = t.iter().all(|(other, _)| at < *other);
@@ -126,25 +126,23 @@ impl<S: ?Sized> Timers<S> {
     /// Call `fire` (with no lock held) for each object whose deadline has passed, their
     /// deadlines removed; returns how long until the next deadline, if any. While there are
     /// no deadlines this is one load, inlined into the caller: a blocking wait runs it twice
-    /// per message (issue 4), where an empty [`Timers::take_due`] and the drop of its vector
-    /// cost about 100 instructions.
+    /// per message (issue 4), where building and dropping an empty list of due objects cost
+    /// about 100 instructions.
     #[inline]
     pub fn run_due(&self, mut fire: impl FnMut(Arc<S>)) -> Option<Duration> {
         if !self.any.load(Ordering::Acquire) {
             return None;
         }
         let (due, next) = self.take_due();
-        due.into_iter().for_each(&mut fire);
+        for s in due {
+            fire(s);
+        }
         next
     }
 
-    /// The objects whose deadline has passed (their deadlines removed), for the caller to
-    /// call back without any lock held, and how long until the next deadline, if any. Costs
-    /// one load while there are no deadlines.
-    pub fn take_due(&self) -> (Vec<Arc<S>>, Option<Duration>) {
-        if !self.any.load(Ordering::Acquire) {
-            return (Vec::new(), None);
-        }
+    /// The objects whose deadline has passed (their deadlines removed), for [`Timers::run_due`]
+    /// to call back once the lock is released, and how long until the next deadline, if any.
+    fn take_due(&self) -> (Vec<Arc<S>>, Option<Duration>) {
         let now = Instant::now();
         let mut due = Vec::new();
         let mut t = self.lock();

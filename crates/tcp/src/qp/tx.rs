@@ -121,7 +121,7 @@ pub(crate) struct Tx {
     stash_off: usize,
     /// The frame [`Tx::encode_send_direct`] builds, kept here rather than on the stack so no
     /// Send zeroes 283 bytes first (a `memset` call per message).
-    direct: Box<[u8; DIRECT_FRAME]>,
+    direct: [u8; DIRECT_FRAME],
 }
 
 impl Tx {
@@ -136,7 +136,7 @@ impl Tx {
             stash: Vec::new(),
             stash_lens: VecDeque::new(),
             stash_off: 0,
-            direct: Box::new([0; DIRECT_FRAME]),
+            direct: [0; DIRECT_FRAME],
         }
     }
 
@@ -333,10 +333,7 @@ impl Tx {
             msn,
         }
         .header(0, true);
-        Some((
-            frame_into(&hdr, &[], pieces, crc, &mut self.direct[..]),
-            msn,
-        ))
+        Some((frame_into(&hdr, &[], pieces, crc, &mut self.direct), msn))
     }
 
     /// The first `n` bytes of the frame [`Tx::encode_send_direct`] built last.

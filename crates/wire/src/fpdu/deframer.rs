@@ -496,14 +496,13 @@ impl Deframer {
             }
             _ => {}
         }
-        // Fixed-size copies (inline moves, not `memcpy` calls): the DDP header is 14 or 18
-        // bytes, and the bytes past a tagged header's 14 stay zero, as `raw_ddp` promises.
+        // Fixed-size copies (inline moves, not a `memcpy` call): the 14 bytes every DDP header
+        // has, then an untagged header's last 4; past a tagged header they stay zero.
         let mut raw_ddp = [0u8; UNTAGGED_LEN];
+        let h = &self.hdr[LENGTH_FIELD_LEN..LENGTH_FIELD_LEN + UNTAGGED_LEN];
+        raw_ddp[..TAGGED_LEN].copy_from_slice(&h[..TAGGED_LEN]);
         if ddp_len == UNTAGGED_LEN {
-            raw_ddp.copy_from_slice(&self.hdr[LENGTH_FIELD_LEN..LENGTH_FIELD_LEN + UNTAGGED_LEN]);
-        } else {
-            raw_ddp[..TAGGED_LEN]
-                .copy_from_slice(&self.hdr[LENGTH_FIELD_LEN..LENGTH_FIELD_LEN + TAGGED_LEN]);
+            raw_ddp[TAGGED_LEN..].copy_from_slice(&h[TAGGED_LEN..]);
         }
         // prefix ≤ 2 + ulpdu was checked by header_need.
         let payload_len = LENGTH_FIELD_LEN + ulpdu - prefix;
