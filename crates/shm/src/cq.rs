@@ -6,8 +6,9 @@
 //! completion). That count and the links of the queue pairs that complete here let an empty poll
 //! cost a few loads: no lock, no reference counting, no syscall. Only when a link has work (a record in the
 //! ring, space for a blocked Send, a peer that closed) is its queue pair driven; what that
-//! drive completes here comes straight back to the caller (`CqCore::drive_collecting`), and only
-//! when something is queued is `CqCore`'s lock taken.
+//! drive completes here comes straight back to the caller (the queue pair's lane,
+//! `ShmQp::poll_lane`, for the first [`FAST_LINKS`] links; `CqCore::drive_collecting` for the
+//! rest), and only when something is queued is `CqCore`'s lock taken.
 
 use std::any::Any;
 use std::sync::atomic::Ordering;
@@ -85,6 +86,23 @@ impl ShmCq {
         m
     }
 
+    /// Drive the fast links `m` names in their lanes ([`Link::poll_lane`]): how many
+    /// completions that put in `out`, and the links left to drive (the overflow list, and any
+    /// not reached because `out` filled up).
+    fn poll_lanes(&self, m: u32, out: &mut [NdResult]) -> (usize, u32) {
+        let (mut n, mut rest) = (0, m);
+        for (i, slot) in self.fast.iter().enumerate() {
+            if m & (1 << i) == 0 || n == out.len() {
+                continue;
+            }
+            if let Some(l) = slot.get() {
+                n += l.poll_lane(self, &mut out[n..]);
+                rest &= !(1 << i);
+            }
+        }
+        (n, rest)
+    }
+
     /// Drive the links [`ShmCq::wanting`] named.
     fn drive_links(&self, m: u32) {
         for (i, slot) in self.fast.iter().enumerate() {
@@ -138,8 +156,16 @@ impl CompletionQueue for ShmCq {
                 self.core.short_poll();
                 return 0;
             }
-            // What the drive completes here comes straight back (`CqCore::drive_collecting`).
-            let n = self.core.drive_collecting(out, || self.drive_links(m));
+            // The fast links with work are driven in their queue pairs' lanes: what the drive
+            // completes here comes straight back (`ShmQp::poll_lane`); so does what a drive of
+            // the overflow links completes (`CqCore::drive_collecting`). Every link that wants
+            // driving gets it in each call that has room: one busy link cannot starve another.
+            let (mut n, rest) = self.poll_lanes(m, out);
+            if rest != 0 && n < out.len() {
+                n += self
+                    .core
+                    .drive_collecting(&mut out[n..], || self.drive_links(rest));
+            }
             if n == out.len() {
                 return n;
             }

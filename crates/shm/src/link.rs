@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use netdirect_spi::kit::overlapped::Driver;
+use netdirect_spi::NdResult;
 
 use crate::engine::{Engine, Registered, Source};
 use crate::proto::{self, Msg, Port, Recv};
@@ -334,6 +335,15 @@ impl Link {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Drive the queue pair for a `GetResults` on `cq`, its completions for `cq` into `out`
+    /// (`ShmQp::poll_lane`); how many.
+    pub(crate) fn poll_lane(&self, cq: &crate::cq::ShmCq, out: &mut [NdResult]) -> usize {
+        match self.qp.upgrade() {
+            Some(qp) => qp.poll_lane(self, cq, out),
+            None => 0,
         }
     }
 

@@ -57,6 +57,36 @@ const MAX_INLINE_SGE: usize = 64;
 /// noticed within this many polls of a busy-polling survivor; a sleeping one notices at once).
 pub(crate) const LIVENESS_POLLS: u32 = 4096;
 
+/// The common record, alone: `r` (just peeked) is a whole message in its cell and the front
+/// Receive, posted on this queue pair, can hold it. If so it is copied there, the consumer
+/// moves past it (not yet released), the Receive leaves the queue and its context is returned
+/// for its completion; else nothing happens (no Receive, an SRQ, too long, a message in
+/// progress: the general path of `progress_rx` deals with it).
+#[inline]
+fn take_inline_msg(
+    g: &mut Inner,
+    link: &Link,
+    rx: &crate::segment::Chan<'_>,
+    r: crate::ring::Record,
+) -> Option<u64> {
+    if r.kind != kind::MSG || g.rx_msg.is_some() || g.conn != Conn::Established {
+        return None;
+    }
+    let Inner { rq, cons, .. } = g;
+    let (wr, segs) = rq.front()?;
+    if u64::from(r.len) > wr.total {
+        return None;
+    }
+    cons.read_inline(rx, r.len as usize, &mut Segs(segs), 0);
+    cons.advance();
+    let wr = rq.pop().expect("present");
+    if link.rnr_deadline.load(Ordering::Relaxed) != 0 {
+        link.rnr_deadline.store(0, Ordering::Relaxed);
+    }
+    g.rx_msgs = g.rx_msgs.wrapping_add(1);
+    Some(wr.context)
+}
+
 /// Largest inline (`ND_OP_FLAG_INLINE`) Send, as in `tcp`.
 const INLINE_LIMIT: u64 = 1024;
 /// Answers (ACKs, Read responses, grants) we may owe a peer at once: its initiator queue's
@@ -277,6 +307,34 @@ struct Inner {
     srq_scratch: Vec<SrqSeg>,
     /// On the SRQ's stalled list.
     srq_listed: bool,
+    /// Completions for the `GetResults` driving us now (`ShmQp::poll_lane`).
+    lane: Lane,
+}
+
+/// Most completions one drive hands straight to its `GetResults` ([`Lane`]).
+const LANE_ROOM: usize = 16;
+
+/// The completions a busy poller's own drive makes for the completion queue it polls, handed
+/// to it instead of pushed into the queue (lock, append, notification bookkeeping) for the same
+/// call to take them out again (lock, drain): issue 5's polling path. Kept under the queue
+/// pair's lock, so only that drive fills it. It is equivalent to push-then-take as
+/// `CqCore::may_bypass` says: only while nothing is queued and no Notify is armed.
+#[derive(Debug)]
+struct Lane {
+    /// The address of the `ShmCq` being polled; 0 when no lane is open.
+    cq: usize,
+    room: usize,
+    n: usize,
+    got: [NdResult; LANE_ROOM],
+}
+
+impl Lane {
+    const CLOSED: Self = Self {
+        cq: 0,
+        room: 0,
+        n: 0,
+        got: [NdResult::EMPTY; LANE_ROOM],
+    };
 }
 
 impl Inner {
@@ -325,6 +383,7 @@ impl Inner {
             cache: LocalCache::default(),
             srq_scratch,
             srq_listed: false,
+            lane: Lane::CLOSED,
         }
     }
 
@@ -442,7 +501,12 @@ impl ShmQp {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.lock().unwrap_or_else(|e| {
+            // A drive that panicked left its lane open: no later completion may land there.
+            let mut g = e.into_inner();
+            g.lane.cq = 0;
+            g
+        })
     }
 
     /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`).
@@ -452,15 +516,34 @@ impl ShmQp {
 
     fn complete_recv(&self, context: u64, status: Status, bytes: u32, solicited: bool) {
         self.rcq.push(
-            NdResult {
-                status,
-                bytes_transferred: bytes,
-                qp_context: self.context,
-                request_context: context,
-                request_type: RequestType::Receive,
-            },
+            self.recv_result(context, status, bytes),
             PushKind { solicited },
         );
+    }
+
+    fn recv_result(&self, context: u64, status: Status, bytes: u32) -> NdResult {
+        NdResult::receive(self.context, context, status, bytes)
+    }
+
+    /// A successful Receive of `bytes`, made by a drive: into the poller's lane if it polls
+    /// our receive queue ([`ShmQp::deliver`]).
+    fn received(&self, g: &mut Inner, context: u64, bytes: u32, solicited: bool) {
+        let r = self.recv_result(context, Status::SUCCESS, bytes);
+        self.deliver(g, &self.rcq, r, PushKind { solicited });
+    }
+
+    /// Queue a completion made under our lock, or hand it to the lane of the `GetResults`
+    /// that is driving us ([`Lane`]) when that call polls `cq`, has room, and `cq` may be
+    /// bypassed (`CqCore::may_bypass`: nothing queued, no Notify armed, no overrun; checked
+    /// per entry, so an entry that had to be queued keeps every later one behind it).
+    fn deliver(&self, g: &mut Inner, cq: &Arc<ShmCq>, r: NdResult, kind: PushKind) {
+        let lane = &mut g.lane;
+        if lane.cq == Arc::as_ptr(cq) as usize && lane.n < lane.room && cq.core.may_bypass() {
+            lane.got[lane.n] = r;
+            lane.n += 1;
+        } else {
+            cq.push(r, kind);
+        }
     }
 
     /// Complete a Send that never entered the send queue (done or flushed within its post):
@@ -485,8 +568,22 @@ impl ShmQp {
     /// Send, Write or Read reports its length, as in `tcp` (`tests/lengths.rs` in the
     /// conformance suite).
     fn complete_wr(&self, wr: &SendWr, status: Status) {
+        if let Some(r) = self.wr_result(wr, status) {
+            self.icq.push(r, PushKind::default());
+        }
+    }
+
+    /// `complete_wr` made by a drive: into the poller's lane if it polls our initiator queue.
+    fn complete_wr_in(&self, g: &mut Inner, wr: &SendWr, status: Status) {
+        if let Some(r) = self.wr_result(wr, status) {
+            self.deliver(g, &self.icq, r, PushKind::default());
+        }
+    }
+
+    /// The completion of initiator request `wr`, if it makes one.
+    fn wr_result(&self, wr: &SendWr, status: Status) -> Option<NdResult> {
         if status == Status::SUCCESS && wr.flags.contains(OpFlags::SILENT_SUCCESS) {
-            return;
+            return None;
         }
         let (request_type, bytes) = match wr.op {
             Op::Send => (RequestType::Send, wr.total),
@@ -495,17 +592,13 @@ impl ShmQp {
             Op::Bind => (RequestType::Bind, 0),
             Op::Invalidate => (RequestType::Invalidate, 0),
         };
-        let bytes = reported_len(status, bytes);
-        self.icq.push(
-            NdResult {
-                status,
-                bytes_transferred: bytes,
-                qp_context: self.context,
-                request_context: wr.context,
-                request_type,
-            },
-            PushKind::default(),
-        );
+        Some(NdResult {
+            status,
+            bytes_transferred: reported_len(status, bytes),
+            qp_context: self.context,
+            request_context: wr.context,
+            request_type,
+        })
     }
 
     /// Whether every SGE lies in the cached registration with local read access (the common
@@ -1306,7 +1399,7 @@ impl ShmQp {
             }
             let wr = g.sq.pop().expect("present");
             g.in_ring -= 1;
-            self.complete_wr(&wr, Status::SUCCESS);
+            self.complete_wr_in(g, &wr, Status::SUCCESS);
         }
     }
 
@@ -1347,26 +1440,12 @@ impl ShmQp {
                 Ok(None) => break,
                 Err(Violation) => return self.violation(g),
             };
-            if r.kind == kind::MSG && g.rx_msg.is_none() && g.conn == Conn::Established {
-                // The common case first: a whole message in one cell for a posted Receive it
-                // fits. Anything else about a MSG (no Receive, SRQ, overrun) is the general
-                // path's below.
-                let Inner { rq, cons, .. } = &mut *g;
-                if let Some((wr, segs)) = rq.front() {
-                    if u64::from(r.len) <= wr.total {
-                        cons.read_inline(&rx, r.len as usize, &mut Segs(segs), 0);
-                        cons.advance();
-                        consumed = true;
-                        let wr = rq.pop().expect("present");
-                        if link.rnr_deadline.load(Ordering::Relaxed) != 0 {
-                            link.rnr_deadline.store(0, Ordering::Relaxed);
-                        }
-                        let solicited = r.flags & flag::SOLICITED != 0;
-                        self.complete_recv(wr.context, Status::SUCCESS, r.len, solicited);
-                        g.rx_msgs = g.rx_msgs.wrapping_add(1);
-                        continue;
-                    }
-                }
+            if let Some(context) = take_inline_msg(g, link, &rx, r) {
+                // The common case first (anything else about a MSG is the general path's).
+                consumed = true;
+                let solicited = r.flags & flag::SOLICITED != 0;
+                self.received(g, context, r.len, solicited);
+                continue;
             }
             match r.kind {
                 kind::RTR => {
@@ -1622,12 +1701,7 @@ impl ShmQp {
                 match m.sink {
                     Sink::Recv => {
                         let wr = g.rq.pop().expect("present");
-                        self.complete_recv(
-                            wr.context,
-                            Status::SUCCESS,
-                            m.total as u32,
-                            m.solicited,
-                        );
+                        self.received(g, wr.context, m.total as u32, m.solicited);
                     }
                     Sink::Read => self.answered(g),
                     Sink::Write(_) => {
@@ -1649,6 +1723,70 @@ impl ShmQp {
         if peer_closed {
             self.close(g, Status::CONNECTION_REFUSED);
         }
+    }
+
+    /// The busy poller's drive (issue 5): a `GetResults` on `cq` that finds our link with
+    /// work drives us here, and the successful completions the drive makes for `cq` (a
+    /// Receive filled, an initiator request answered) come straight back into `out`
+    /// ([`Lane`]); how many. The rest (errors, flushes, completions for our other queue, or
+    /// beyond `out`) are queued as always, in order: see [`ShmQp::deliver`].
+    ///
+    /// The common case goes first and alone: whole inline messages for posted Receives
+    /// ([`ShmQp::take_messages`]); when that leaves no other work, the general drive
+    /// (`progress_locked`) does not run.
+    pub(crate) fn poll_lane(&self, link: &Link, cq: &ShmCq, out: &mut [NdResult]) -> usize {
+        let mut g = self.lock();
+        let taken = self.take_messages(&mut g, link, cq, out);
+        if taken > 0 && (taken == out.len() || !link.has_work()) {
+            return taken;
+        }
+        let out = &mut out[taken..];
+        g.lane.cq = std::ptr::from_ref(cq) as usize;
+        g.lane.room = out.len().min(LANE_ROOM);
+        g.lane.n = 0;
+        self.progress_locked(&mut g);
+        let n = g.lane.n;
+        out[..n].copy_from_slice(&g.lane.got[..n]);
+        g.lane.cq = 0;
+        taken + n
+    }
+
+    /// The records at the head of the ring that are whole inline messages for posted
+    /// Receives, taken into them with their completions put in `out`; how many. Nothing is
+    /// taken unless the connection is plainly established with no other work on the ring
+    /// side (held ACKs, a blocked Send, a stalled message) and `cq` is our receive queue and
+    /// may be bypassed (`CqCore::may_bypass`, under our lock, under which all our completions
+    /// are made: our own earlier ones keep their order). Nor is it tried while requests of ours
+    /// wait in the ring for the peer's answers: the next record is then likely an answer (or a
+    /// Write riding one, in an RDMA Write ping-pong), which the general drive would only look
+    /// at a second time.
+    fn take_messages(&self, g: &mut Inner, link: &Link, cq: &ShmCq, out: &mut [NdResult]) -> usize {
+        if !std::ptr::eq(&*self.rcq, cq)
+            || g.conn != Conn::Established
+            || g.in_ring != 0
+            || g.acks_held
+            || link.tx_blocked.load(Ordering::Relaxed)
+            || link.rx_stalled.load(Ordering::Relaxed)
+            || !cq.core.may_bypass()
+        {
+            return 0;
+        }
+        let rx = link.rx();
+        let mut n = 0;
+        while let Some(slot) = out.get_mut(n) {
+            let Ok(Some(r)) = g.cons.peek(&rx) else { break };
+            let Some(context) = take_inline_msg(g, link, &rx, r) else {
+                break;
+            };
+            *slot = self.recv_result(context, Status::SUCCESS, r.len);
+            n += 1;
+        }
+        if n > 0 {
+            g.cons.release(&rx);
+            link.rx_pos.store(g.cons.pos(), Ordering::Relaxed);
+            link.wake_peer_for_space();
+        }
+        n
     }
 
     /// Wake the peer if we published records since the last check (the changer's half of
@@ -2684,6 +2822,72 @@ mod hostile {
         );
         assert_eq!(len.load(Ordering::Relaxed), (Desc::LEN + 8) as u32);
         assert_eq!(ours.seq(1).load(Ordering::Acquire), 0, "one record");
+    }
+
+    /// A busy poll takes whole inline messages for posted Receives in its lane
+    /// (`ShmQp::poll_lane`): in order, as many as the caller has room for, each in its own
+    /// Receive; what does not fit stays in the ring for the next poll.
+    #[test]
+    fn a_poll_hands_inline_messages_over_in_order() {
+        let (mut victim, attacker) = connect();
+        for (i, off) in [(2u64, 64usize), (3, 128)] {
+            let sge = Sge::new(victim.buf.as_mut_ptr().wrapping_add(off), 64, victim.token);
+            // SAFETY: the slot is read only after its Receive completed.
+            unsafe { victim.qp.receive(i, &[sge]) }.expect("receive");
+        }
+        let mut f = Forger::new(&attacker);
+        for msg in [&b"one"[..], b"two", b"three"] {
+            f.record(u32::from(kind::MSG), msg.len() as u32, 0, msg);
+        }
+        let mut got = Vec::new();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while got.len() < 3 {
+            let mut r = [NdResult::EMPTY; 2];
+            let n = victim.cq.get_results(&mut r);
+            got.extend_from_slice(&r[..n]);
+            assert!(
+                std::time::Instant::now() < end,
+                "messages not taken: {got:?}"
+            );
+        }
+        let seen: Vec<_> = got
+            .iter()
+            .map(|r| {
+                (
+                    r.status,
+                    r.request_type,
+                    r.request_context,
+                    r.bytes_transferred,
+                )
+            })
+            .collect();
+        let recv = RequestType::Receive;
+        let ok = Status::SUCCESS;
+        assert_eq!(seen, [(ok, recv, 1, 3), (ok, recv, 2, 3), (ok, recv, 3, 5)]);
+        assert_eq!(&victim.buf[..3], b"one");
+        assert_eq!(&victim.buf[64..67], b"two");
+        assert_eq!(&victim.buf[128..133], b"three");
+    }
+
+    /// With a Notify armed, a poll's own drive does not hand its completions over past the
+    /// queue (`CqCore::may_bypass`): they are queued, fire the Notify, and the same poll
+    /// returns them.
+    #[test]
+    fn a_poll_under_an_armed_notify_fires_it() {
+        let (victim, attacker) = connect();
+        let ov = victim
+            .cq
+            .notify(netdirect_spi::NotifyType::Any)
+            .expect("notify");
+        assert_eq!(ov.status(), Status::PENDING);
+        let mut f = Forger::new(&attacker);
+        f.record(u32::from(kind::MSG), 4, 0, b"ping");
+        let r = next(&victim.cq);
+        assert_eq!(
+            (r.status, r.request_context, r.bytes_transferred),
+            (Status::SUCCESS, 1, 4)
+        );
+        assert_eq!(ov.status(), Status::SUCCESS, "the Notify fired");
     }
 
     /// A MAP message (a memory's descriptor) that no MAPW or MAPR of ours asked for is

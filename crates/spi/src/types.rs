@@ -129,6 +129,24 @@ impl NdResult {
         request_context: 0,
         request_type: RequestType::Receive,
     };
+
+    /// The completion of a Receive: `bytes` received (0 unless `status` is a success) into
+    /// the request `request_context` of the queue pair created with `qp_context`.
+    #[must_use]
+    pub const fn receive(
+        qp_context: u64,
+        request_context: u64,
+        status: Status,
+        bytes: u32,
+    ) -> Self {
+        Self {
+            status,
+            bytes_transferred: bytes,
+            qp_context,
+            request_context,
+            request_type: RequestType::Receive,
+        }
+    }
 }
 
 impl Default for NdResult {

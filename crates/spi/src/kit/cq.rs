@@ -171,10 +171,7 @@ impl CqCore {
     /// Queue one completion. Never fails: beyond the depth the CQ enters the overrun state, which
     /// `notify` reports as `ND_BUFFER_OVERFLOW`, but the completion itself is kept, not lost.
     pub fn push(&self, r: NdResult, kind: PushKind) {
-        let eligible = || {
-            self.queued.load(Ordering::Acquire) == 0 && !self.owes_notify.load(Ordering::Acquire)
-        };
-        if direct::offer(self.id(), &r, eligible) {
+        if direct::offer(self.id(), &r, || self.may_bypass()) {
             return;
         }
         let mut i = self.lock();
@@ -371,6 +368,16 @@ impl CqCore {
     /// lock (`GetResults` reports what was queued when it looked, nd-reference §2.5).
     pub fn queued_hint(&self) -> usize {
         self.queued.load(Ordering::Acquire)
+    }
+
+    /// Whether a completion made now may go straight to the `GetResults` call of the thread
+    /// that made it, instead of through the queue: nothing is queued (so FIFO order with
+    /// earlier entries holds, when the maker's earlier completions were queued under the same
+    /// lock it holds now) and no Notify is armed and no overrun happened (so no notification
+    /// can be owed to the entry). Two loads. `direct` asks this; so may a provider whose poll
+    /// completes requests itself (`shm`'s inline messages).
+    pub fn may_bypass(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0 && !self.owes_notify.load(Ordering::Acquire)
     }
 
     /// Whether no completion is queued.

@@ -433,13 +433,7 @@ impl TcpQp {
     /// Complete a Receive.
     fn complete_recv(&self, context: u64, status: Status, bytes: u32, solicited: bool) {
         self.rcq().push(
-            NdResult {
-                status,
-                bytes_transferred: bytes,
-                qp_context: self.context,
-                request_context: context,
-                request_type: RequestType::Receive,
-            },
+            NdResult::receive(self.context, context, status, bytes),
             PushKind { solicited },
         );
     }
