@@ -1440,7 +1440,12 @@ impl ShmQp {
                 Ok(None) => break,
                 Err(Violation) => return self.violation(g),
             };
-            if let Some(context) = take_inline_msg(g, link, &rx, r) {
+            let msg = if r.kind == kind::MSG {
+                take_inline_msg(g, link, &rx, r)
+            } else {
+                None
+            };
+            if let Some(context) = msg {
                 // The common case first (anything else about a MSG is the general path's).
                 consumed = true;
                 let solicited = r.flags & flag::SOLICITED != 0;
@@ -1775,6 +1780,9 @@ impl ShmQp {
         let mut n = 0;
         while let Some(slot) = out.get_mut(n) {
             let Ok(Some(r)) = g.cons.peek(&rx) else { break };
+            if r.kind != kind::MSG {
+                break;
+            }
             let Some(context) = take_inline_msg(g, link, &rx, r) else {
                 break;
             };
