@@ -6,9 +6,9 @@
 //! completion). That count and the links of the queue pairs that complete here let an empty poll
 //! cost a few loads: no lock, no reference counting, no syscall. Only when a link has work (a record in the
 //! ring, space for a blocked Send, a peer that closed) is its queue pair driven; what that
-//! drive completes here comes straight back to the caller (the queue pair's lane,
-//! `ShmQp::poll_lane`, for the first [`FAST_LINKS`] links; `CqCore::drive_collecting` for the
-//! rest), and only when something is queued is `CqCore`'s lock taken.
+//! drive completes here comes straight back to the caller (`CqCore::drive_collecting`; for
+//! the first [`FAST_LINKS`] links, whole inline messages first and without it,
+//! `ShmQp::poll_lane`), and only when something is queued is `CqCore`'s lock taken.
 
 use std::any::Any;
 use std::sync::atomic::Ordering;
@@ -156,10 +156,10 @@ impl CompletionQueue for ShmCq {
                 self.core.short_poll();
                 return 0;
             }
-            // The fast links with work are driven in their queue pairs' lanes: what the drive
-            // completes here comes straight back (`ShmQp::poll_lane`); so does what a drive of
-            // the overflow links completes (`CqCore::drive_collecting`). Every link that wants
-            // driving gets it in each call that has room: one busy link cannot starve another.
+            // The fast links with work are driven in their queue pairs' lanes, the overflow
+            // links as a whole; what either completes here comes straight back
+            // (`ShmQp::poll_lane`, `CqCore::drive_collecting`). Every link that wants driving
+            // gets it in each call that has room: one busy link cannot starve another.
             let (mut n, rest) = self.poll_lanes(m, out);
             if rest != 0 && n < out.len() {
                 n += self

@@ -57,19 +57,20 @@ const MAX_INLINE_SGE: usize = 64;
 /// noticed within this many polls of a busy-polling survivor; a sleeping one notices at once).
 pub(crate) const LIVENESS_POLLS: u32 = 4096;
 
-/// The common record, alone: `r` (just peeked) is a whole message in its cell and the front
-/// Receive, posted on this queue pair, can hold it. If so it is copied there, the consumer
-/// moves past it (not yet released), the Receive leaves the queue and its context is returned
-/// for its completion; else nothing happens (no Receive, an SRQ, too long, a message in
-/// progress: the general path of `progress_rx` deals with it).
-#[inline]
+/// The common record, alone: `r` (just peeked, a MSG record: callers test the kind first, so
+/// other records cost no call) is a whole message in its cell, and the front Receive, posted on
+/// this queue pair, can hold it. If so it is copied there, the consumer moves past it (not yet
+/// released: [`release_rx`]), the Receive leaves the queue and its context is returned for its
+/// completion; else nothing happens (no Receive, an SRQ, too long, a message in progress: the
+/// general path of `progress_rx` deals with it).
 fn take_inline_msg(
     g: &mut Inner,
     link: &Link,
     rx: &crate::segment::Chan<'_>,
     r: crate::ring::Record,
 ) -> Option<u64> {
-    if r.kind != kind::MSG || g.rx_msg.is_some() || g.conn != Conn::Established {
+    debug_assert_eq!(r.kind, kind::MSG);
+    if g.rx_msg.is_some() || g.conn != Conn::Established {
         return None;
     }
     let Inner { rq, cons, .. } = g;
@@ -85,6 +86,15 @@ fn take_inline_msg(
     }
     g.rx_msgs = g.rx_msgs.wrapping_add(1);
     Some(wr.context)
+}
+
+/// Give the ring space of the records consumed so far back to the peer, mirror the position for
+/// lock-free pollers, and wake the peer if it sleeps waiting for that space (only such a peer,
+/// not one asleep waiting for our reply: `ring::wake`).
+fn release_rx(g: &Inner, link: &Link, rx: &crate::segment::Chan<'_>) {
+    g.cons.release(rx);
+    link.rx_pos.store(g.cons.pos(), Ordering::Relaxed);
+    link.wake_peer_for_space();
 }
 
 /// Largest inline (`ND_OP_FLAG_INLINE`) Send, as in `tcp`.
@@ -307,34 +317,6 @@ struct Inner {
     srq_scratch: Vec<SrqSeg>,
     /// On the SRQ's stalled list.
     srq_listed: bool,
-    /// Completions for the `GetResults` driving us now (`ShmQp::poll_lane`).
-    lane: Lane,
-}
-
-/// Most completions one drive hands straight to its `GetResults` ([`Lane`]).
-const LANE_ROOM: usize = 16;
-
-/// The completions a busy poller's own drive makes for the completion queue it polls, handed
-/// to it instead of pushed into the queue (lock, append, notification bookkeeping) for the same
-/// call to take them out again (lock, drain): issue 5's polling path. Kept under the queue
-/// pair's lock, so only that drive fills it. It is equivalent to push-then-take as
-/// `CqCore::may_bypass` says: only while nothing is queued and no Notify is armed.
-#[derive(Debug)]
-struct Lane {
-    /// The address of the `ShmCq` being polled; 0 when no lane is open.
-    cq: usize,
-    room: usize,
-    n: usize,
-    got: [NdResult; LANE_ROOM],
-}
-
-impl Lane {
-    const CLOSED: Self = Self {
-        cq: 0,
-        room: 0,
-        n: 0,
-        got: [NdResult::EMPTY; LANE_ROOM],
-    };
 }
 
 impl Inner {
@@ -383,7 +365,6 @@ impl Inner {
             cache: LocalCache::default(),
             srq_scratch,
             srq_listed: false,
-            lane: Lane::CLOSED,
         }
     }
 
@@ -501,12 +482,7 @@ impl ShmQp {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| {
-            // A drive that panicked left its lane open: no later completion may land there.
-            let mut g = e.into_inner();
-            g.lane.cq = 0;
-            g
-        })
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`).
@@ -516,34 +492,9 @@ impl ShmQp {
 
     fn complete_recv(&self, context: u64, status: Status, bytes: u32, solicited: bool) {
         self.rcq.push(
-            self.recv_result(context, status, bytes),
+            NdResult::receive(self.context, context, status, bytes),
             PushKind { solicited },
         );
-    }
-
-    fn recv_result(&self, context: u64, status: Status, bytes: u32) -> NdResult {
-        NdResult::receive(self.context, context, status, bytes)
-    }
-
-    /// A successful Receive of `bytes`, made by a drive: into the poller's lane if it polls
-    /// our receive queue ([`ShmQp::deliver`]).
-    fn received(&self, g: &mut Inner, context: u64, bytes: u32, solicited: bool) {
-        let r = self.recv_result(context, Status::SUCCESS, bytes);
-        self.deliver(g, &self.rcq, r, PushKind { solicited });
-    }
-
-    /// Queue a completion made under our lock, or hand it to the lane of the `GetResults`
-    /// that is driving us ([`Lane`]) when that call polls `cq`, has room, and `cq` may be
-    /// bypassed (`CqCore::may_bypass`: nothing queued, no Notify armed, no overrun; checked
-    /// per entry, so an entry that had to be queued keeps every later one behind it).
-    fn deliver(&self, g: &mut Inner, cq: &Arc<ShmCq>, r: NdResult, kind: PushKind) {
-        let lane = &mut g.lane;
-        if lane.cq == Arc::as_ptr(cq) as usize && lane.n < lane.room && cq.core.may_bypass() {
-            lane.got[lane.n] = r;
-            lane.n += 1;
-        } else {
-            cq.push(r, kind);
-        }
     }
 
     /// Complete a Send that never entered the send queue (done or flushed within its post):
@@ -568,22 +519,8 @@ impl ShmQp {
     /// Send, Write or Read reports its length, as in `tcp` (`tests/lengths.rs` in the
     /// conformance suite).
     fn complete_wr(&self, wr: &SendWr, status: Status) {
-        if let Some(r) = self.wr_result(wr, status) {
-            self.icq.push(r, PushKind::default());
-        }
-    }
-
-    /// `complete_wr` made by a drive: into the poller's lane if it polls our initiator queue.
-    fn complete_wr_in(&self, g: &mut Inner, wr: &SendWr, status: Status) {
-        if let Some(r) = self.wr_result(wr, status) {
-            self.deliver(g, &self.icq, r, PushKind::default());
-        }
-    }
-
-    /// The completion of initiator request `wr`, if it makes one.
-    fn wr_result(&self, wr: &SendWr, status: Status) -> Option<NdResult> {
         if status == Status::SUCCESS && wr.flags.contains(OpFlags::SILENT_SUCCESS) {
-            return None;
+            return;
         }
         let (request_type, bytes) = match wr.op {
             Op::Send => (RequestType::Send, wr.total),
@@ -592,13 +529,16 @@ impl ShmQp {
             Op::Bind => (RequestType::Bind, 0),
             Op::Invalidate => (RequestType::Invalidate, 0),
         };
-        Some(NdResult {
-            status,
-            bytes_transferred: reported_len(status, bytes),
-            qp_context: self.context,
-            request_context: wr.context,
-            request_type,
-        })
+        self.icq.push(
+            NdResult {
+                status,
+                bytes_transferred: reported_len(status, bytes),
+                qp_context: self.context,
+                request_context: wr.context,
+                request_type,
+            },
+            PushKind::default(),
+        );
     }
 
     /// Whether every SGE lies in the cached registration with local read access (the common
@@ -1399,7 +1339,7 @@ impl ShmQp {
             }
             let wr = g.sq.pop().expect("present");
             g.in_ring -= 1;
-            self.complete_wr_in(g, &wr, Status::SUCCESS);
+            self.complete_wr(&wr, Status::SUCCESS);
         }
     }
 
@@ -1440,17 +1380,14 @@ impl ShmQp {
                 Ok(None) => break,
                 Err(Violation) => return self.violation(g),
             };
-            let msg = if r.kind == kind::MSG {
-                take_inline_msg(g, link, &rx, r)
-            } else {
-                None
-            };
-            if let Some(context) = msg {
+            if r.kind == kind::MSG {
                 // The common case first (anything else about a MSG is the general path's).
-                consumed = true;
-                let solicited = r.flags & flag::SOLICITED != 0;
-                self.received(g, context, r.len, solicited);
-                continue;
+                if let Some(context) = take_inline_msg(g, link, &rx, r) {
+                    consumed = true;
+                    let solicited = r.flags & flag::SOLICITED != 0;
+                    self.complete_recv(context, Status::SUCCESS, r.len, solicited);
+                    continue;
+                }
             }
             match r.kind {
                 kind::RTR => {
@@ -1706,7 +1643,12 @@ impl ShmQp {
                 match m.sink {
                     Sink::Recv => {
                         let wr = g.rq.pop().expect("present");
-                        self.received(g, wr.context, m.total as u32, m.solicited);
+                        self.complete_recv(
+                            wr.context,
+                            Status::SUCCESS,
+                            m.total as u32,
+                            m.solicited,
+                        );
                     }
                     Sink::Read => self.answered(g),
                     Sink::Write(_) => {
@@ -1719,41 +1661,29 @@ impl ShmQp {
             }
         }
         if consumed {
-            g.cons.release(&rx);
-            link.rx_pos.store(g.cons.pos(), Ordering::Relaxed);
-            // Space was freed: a producer blocked on a full ring may be asleep. Only such a
-            // peer is woken (not one asleep waiting for our reply, `ring::wake`).
-            link.wake_peer_for_space();
+            release_rx(g, link, &rx);
         }
         if peer_closed {
             self.close(g, Status::CONNECTION_REFUSED);
         }
     }
 
-    /// The busy poller's drive (issue 5): a `GetResults` on `cq` that finds our link with
-    /// work drives us here, and the successful completions the drive makes for `cq` (a
-    /// Receive filled, an initiator request answered) come straight back into `out`
-    /// ([`Lane`]); how many. The rest (errors, flushes, completions for our other queue, or
-    /// beyond `out`) are queued as always, in order: see [`ShmQp::deliver`].
-    ///
-    /// The common case goes first and alone: whole inline messages for posted Receives
-    /// ([`ShmQp::take_messages`]); when that leaves no other work, the general drive
-    /// (`progress_locked`) does not run.
+    /// The busy poller's lane (issue 5): a `GetResults` on `cq` that finds our link with work
+    /// drives us here, under one lock round trip, and gets back how many completions it found
+    /// for `cq` in `out`. Whole inline messages for posted Receives go first and alone
+    /// ([`ShmQp::take_messages`]); only when that leaves other work does the general drive
+    /// (`progress_locked`) run, with what it completes for `cq` collected straight into the
+    /// rest of `out` (`CqCore::drive_collecting`, the rule `kit::cq`'s direct module keeps).
     pub(crate) fn poll_lane(&self, link: &Link, cq: &ShmCq, out: &mut [NdResult]) -> usize {
         let mut g = self.lock();
         let taken = self.take_messages(&mut g, link, cq, out);
         if taken > 0 && (taken == out.len() || !link.has_work()) {
             return taken;
         }
-        let out = &mut out[taken..];
-        g.lane.cq = std::ptr::from_ref(cq) as usize;
-        g.lane.room = out.len().min(LANE_ROOM);
-        g.lane.n = 0;
-        self.progress_locked(&mut g);
-        let n = g.lane.n;
-        out[..n].copy_from_slice(&g.lane.got[..n]);
-        g.lane.cq = 0;
-        taken + n
+        let rest = &mut out[taken..];
+        taken
+            + cq.core
+                .drive_collecting(rest, || self.progress_locked(&mut g))
     }
 
     /// The records at the head of the ring that are whole inline messages for posted
@@ -1786,13 +1716,11 @@ impl ShmQp {
             let Some(context) = take_inline_msg(g, link, &rx, r) else {
                 break;
             };
-            *slot = self.recv_result(context, Status::SUCCESS, r.len);
+            *slot = NdResult::receive(self.context, context, Status::SUCCESS, r.len);
             n += 1;
         }
         if n > 0 {
-            g.cons.release(&rx);
-            link.rx_pos.store(g.cons.pos(), Ordering::Relaxed);
-            link.wake_peer_for_space();
+            release_rx(g, link, &rx);
         }
         n
     }
@@ -2832,9 +2760,9 @@ mod hostile {
         assert_eq!(ours.seq(1).load(Ordering::Acquire), 0, "one record");
     }
 
-    /// A busy poll takes whole inline messages for posted Receives in its lane
-    /// (`ShmQp::poll_lane`): in order, as many as the caller has room for, each in its own
-    /// Receive; what does not fit stays in the ring for the next poll.
+    /// A busy poll takes whole inline messages for posted Receives (`ShmQp::poll_lane`): in
+    /// order, as many as the caller has room for, each in its own Receive; what does not fit
+    /// stays in the ring for the next poll.
     #[test]
     fn a_poll_hands_inline_messages_over_in_order() {
         let (mut victim, attacker) = connect();

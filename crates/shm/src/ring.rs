@@ -412,6 +412,7 @@ impl Consumer {
 
     /// The next record, if published, checked for shape: known kind, inline length within the
     /// cell, chunk length within the data area.
+    #[inline]
     pub(crate) fn peek<M: RingMem>(&self, m: &M) -> Result<Option<Record>, Violation> {
         let i = (self.pos as u32) & (m.cells() - 1);
         if m.seq(i).load(Ordering::Acquire) != seq_of(self.pos) {
