@@ -18,6 +18,14 @@ pub(crate) use netdirect_spi::kit::wrq::Seg;
 pub(crate) struct Segs<'a>(pub(crate) &'a [Seg]);
 
 fn walk(segs: &[Seg], off: u64, len: usize, mut f: impl FnMut(u64, usize)) {
+    // One segment (most requests): the piece, without the loop's bookkeeping.
+    if let [s] = segs {
+        let n = u64::from(s.len).saturating_sub(off).min(len as u64);
+        if n > 0 {
+            f(s.addr + off, n as usize);
+        }
+        return;
+    }
     let mut base = 0u64;
     let mut left = len;
     let mut pos = off;
@@ -101,6 +109,16 @@ impl<'a> InlineSges<'a> {
 // SAFETY: `InlineSges::new`'s contract makes every SGE readable; pieces stay inside them.
 unsafe impl Gather for InlineSges<'_> {
     fn pieces(&self, off: u64, len: usize, mut f: impl FnMut(*const u8, usize)) {
+        if let [s] = self.0 {
+            // One SGE, as `walk`.
+            let n = u64::from(s.buffer_length)
+                .saturating_sub(off)
+                .min(len as u64);
+            if n > 0 {
+                f(s.buffer.wrapping_add(off as usize), n as usize);
+            }
+            return;
+        }
         let mut base = 0u64;
         let mut left = len;
         let mut pos = off;
@@ -349,4 +367,80 @@ pub(crate) unsafe fn copy<G: Gather>(src: &G, dst: &Seg, len: usize) {
         unsafe { std::ptr::copy_nonoverlapping(p, at as usize as *mut u8, n) };
         at += n as u64;
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pieces `walk` hands out for message bytes `off..off + len` of `segs`.
+    fn pieces(segs: &[Seg], off: u64, len: usize) -> Vec<(u64, usize)> {
+        let mut v = Vec::new();
+        walk(segs, off, len, |a, n| v.push((a, n)));
+        v
+    }
+
+    /// The same, byte by byte from first principles: message byte `i` lies in the segment
+    /// whose lengths before it add up to at most `i`.
+    fn model(segs: &[Seg], off: u64, len: usize) -> Vec<u64> {
+        let mut addrs = Vec::new();
+        let mut base = 0;
+        for s in segs {
+            for k in 0..u64::from(s.len) {
+                if (off..off + len as u64).contains(&(base + k)) {
+                    addrs.push(s.addr + k);
+                }
+            }
+            base += u64::from(s.len);
+        }
+        addrs
+    }
+
+    fn bytes(p: &[(u64, usize)]) -> Vec<u64> {
+        p.iter().flat_map(|&(a, n)| a..a + n as u64).collect()
+    }
+
+    #[test]
+    fn one_segment_walks_as_several() {
+        // The one-segment shortcut and the general loop (two and three segments, one empty)
+        // against the byte model, at every offset and length around the ends.
+        let lists = [
+            vec![Seg::new(0x1000, 40, None)],
+            vec![Seg::new(0x1000, 40, None), Seg::new(0x9000, 8, None)],
+            vec![
+                Seg::new(0x1000, 5, None),
+                Seg::new(0x5000, 0, None),
+                Seg::new(0x9000, 20, None),
+            ],
+        ];
+        for segs in &lists {
+            for off in 0..52 {
+                for len in 0..52 {
+                    let p = pieces(segs, off, len);
+                    assert!(p.iter().all(|&(_, n)| n > 0), "{segs:?} {off} {len}: {p:?}");
+                    assert_eq!(bytes(&p), model(segs, off, len), "{segs:?} {off} {len}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_inline_sge_gathers_as_a_segment() {
+        let data = [7u8; 40];
+        let sge = [netdirect_spi::Sge {
+            buffer: data.as_ptr().cast_mut(),
+            buffer_length: 40,
+            memory_region_token: 0,
+        }];
+        // SAFETY: `data` outlives the value and is only read.
+        let src = unsafe { InlineSges::new(&sge) };
+        let seg = [Seg::new(data.as_ptr() as usize as u64, 40, None)];
+        for off in 0..44 {
+            for len in 0..44 {
+                let mut got = Vec::new();
+                src.pieces(off, len, |p, n| got.push((p as usize as u64, n)));
+                assert_eq!(got, pieces(&seg, off, len), "{off} {len}");
+            }
+        }
+    }
 }

@@ -1676,8 +1676,8 @@ impl ShmQp {
     /// rest of `out` (`CqCore::drive_collecting`, the rule `kit::cq`'s direct module keeps).
     pub(crate) fn poll_lane(&self, link: &Link, cq: &ShmCq, out: &mut [NdResult]) -> usize {
         let mut g = self.lock();
-        let taken = self.take_messages(&mut g, link, cq, out);
-        if taken > 0 && (taken == out.len() || !link.has_work()) {
+        let (taken, drained) = self.take_messages(&mut g, link, cq, out);
+        if taken > 0 && (taken == out.len() || drained) {
             return taken;
         }
         let rest = &mut out[taken..];
@@ -1695,7 +1695,17 @@ impl ShmQp {
     /// wait in the ring for the peer's answers: the next record is then likely an answer (or a
     /// Write riding one, in an RDMA Write ping-pong), which the general drive would only look
     /// at a second time.
-    fn take_messages(&self, g: &mut Inner, link: &Link, cq: &ShmCq, out: &mut [NdResult]) -> usize {
+    ///
+    /// Also whether the lane stopped at an empty ring: as nothing else was pending when it
+    /// started (the conditions above, which only change under our lock), the general drive has
+    /// nothing to do now, and a peer's close is found by the next poll (`Link::wants_drive`).
+    fn take_messages(
+        &self,
+        g: &mut Inner,
+        link: &Link,
+        cq: &ShmCq,
+        out: &mut [NdResult],
+    ) -> (usize, bool) {
         if !std::ptr::eq(&*self.rcq, cq)
             || g.conn != Conn::Established
             || g.in_ring != 0
@@ -1704,12 +1714,20 @@ impl ShmQp {
             || link.rx_stalled.load(Ordering::Relaxed)
             || !cq.core.may_bypass()
         {
-            return 0;
+            return (0, false);
         }
         let rx = link.rx();
         let mut n = 0;
+        let mut drained = false;
         while let Some(slot) = out.get_mut(n) {
-            let Ok(Some(r)) = g.cons.peek(&rx) else { break };
+            let r = match g.cons.peek(&rx) {
+                Ok(Some(r)) => r,
+                Ok(None) => {
+                    drained = true;
+                    break;
+                }
+                Err(Violation) => break,
+            };
             if r.kind != kind::MSG {
                 break;
             }
@@ -1722,7 +1740,7 @@ impl ShmQp {
         if n > 0 {
             release_rx(g, link, &rx);
         }
-        n
+        (n, drained)
     }
 
     /// Wake the peer if we published records since the last check (the changer's half of

@@ -21,7 +21,12 @@ use crate::Sge;
 /// `u32`, and a list has at most a few hundred entries).
 #[must_use]
 pub fn total_len(sge: &[Sge]) -> u64 {
-    sge.iter().map(|s| u64::from(s.buffer_length)).sum()
+    match sge {
+        // The common list, without the set-up of the vectorised sum below (about 15
+        // instructions of every post).
+        [s] => u64::from(s.buffer_length),
+        _ => sge.iter().map(|s| u64::from(s.buffer_length)).sum(),
+    }
 }
 
 /// One scatter/gather element after validation: an absolute address range, and what keeps its
