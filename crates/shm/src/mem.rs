@@ -17,12 +17,20 @@ pub(crate) use netdirect_spi::kit::wrq::Seg;
 #[derive(Debug)]
 pub(crate) struct Segs<'a>(pub(crate) &'a [Seg]);
 
-fn walk(segs: &[Seg], off: u64, len: usize, mut f: impl FnMut(u64, usize)) {
-    // One segment (most requests): the piece, without the loop's bookkeeping.
+/// The pieces of message bytes `off..off + len` across a scatter/gather list whose elements
+/// are `len_of` bytes long: `f(element, offset in it, bytes)` for each non-empty piece, in order.
+fn split<S>(
+    segs: &[S],
+    len_of: impl Fn(&S) -> u64,
+    off: u64,
+    len: usize,
+    mut f: impl FnMut(&S, u64, usize),
+) {
+    // One element (most requests): the piece, without the loop's bookkeeping.
     if let [s] = segs {
-        let n = u64::from(s.len).saturating_sub(off).min(len as u64);
+        let n = len_of(s).saturating_sub(off).min(len as u64);
         if n > 0 {
-            f(s.addr + off, n as usize);
+            f(s, off, n as usize);
         }
         return;
     }
@@ -33,15 +41,26 @@ fn walk(segs: &[Seg], off: u64, len: usize, mut f: impl FnMut(u64, usize)) {
         if left == 0 {
             break;
         }
-        let end = base + u64::from(s.len);
+        let end = base + len_of(s);
         if pos < end {
             let n = ((end - pos) as usize).min(left);
-            f(s.addr + (pos - base), n);
+            f(s, pos - base, n);
             left -= n;
             pos += n as u64;
         }
         base = end;
     }
+}
+
+/// [`split`] over checked segments: `f(address, bytes)`.
+fn walk(segs: &[Seg], off: u64, len: usize, mut f: impl FnMut(u64, usize)) {
+    split(
+        segs,
+        |s| u64::from(s.len),
+        off,
+        len,
+        |s, at, n| f(s.addr + at, n),
+    );
 }
 
 // SAFETY: each piece lies inside a segment checked for local read against a live registration
@@ -109,32 +128,10 @@ impl<'a> InlineSges<'a> {
 // SAFETY: `InlineSges::new`'s contract makes every SGE readable; pieces stay inside them.
 unsafe impl Gather for InlineSges<'_> {
     fn pieces(&self, off: u64, len: usize, mut f: impl FnMut(*const u8, usize)) {
-        if let [s] = self.0 {
-            // One SGE, as `walk`.
-            let n = u64::from(s.buffer_length)
-                .saturating_sub(off)
-                .min(len as u64);
-            if n > 0 {
-                f(s.buffer.wrapping_add(off as usize), n as usize);
-            }
-            return;
-        }
-        let mut base = 0u64;
-        let mut left = len;
-        let mut pos = off;
-        for s in self.0 {
-            if left == 0 {
-                break;
-            }
-            let end = base + u64::from(s.buffer_length);
-            if pos < end {
-                let n = ((end - pos) as usize).min(left);
-                f(s.buffer.wrapping_add((pos - base) as usize), n);
-                left -= n;
-                pos += n as u64;
-            }
-            base = end;
-        }
+        let len_of = |s: &netdirect_spi::Sge| u64::from(s.buffer_length);
+        split(self.0, len_of, off, len, |s, at, n| {
+            f(s.buffer.wrapping_add(at as usize), n);
+        });
     }
 }
 
