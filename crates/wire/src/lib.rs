@@ -52,7 +52,7 @@
 //! live in the repository's `fuzz/` package (`cargo +nightly fuzz run
 //! deframer` / `mpa`); under `cfg(fuzzing)` CRC checks always pass
 //! ([`crc::crc_matches`]).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod crc;
