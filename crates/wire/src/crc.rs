@@ -20,11 +20,12 @@ pub fn crc32c(data: &[u8]) -> u32 {
 /// Start from `0` (the CRC of the empty string) to compute a CRC in pieces.
 #[must_use]
 pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
-    // Every small FPDU (a Send's header and payload, a Read Request, an ACK) takes two or three
-    // calls of 2 to 40 bytes. The `crc32c` crate's general path (alignment split, the
-    // three-way parallel set-up) costs about 145 instructions per such call, the SSE 4.2
-    // instruction walk below about 30; below `SHORT_MAX` the crate walks the words one by one
-    // too, so large inputs lose nothing by going to it.
+    // A small FPDU (a short Send, a Read Request, a Terminate) is checked in one call at each
+    // end: the sender's whole frame, the receiver's whole segment, a few dozen bytes. The
+    // `crc32c` crate's general path (alignment split, the three-way parallel set-up) costs
+    // about 145 instructions for such a call, the SSE 4.2 instruction walk below about 70;
+    // below `SHORT_MAX` the crate walks the words one by one too, so large inputs lose
+    // nothing by going to it.
     #[cfg(target_arch = "x86_64")]
     if data.len() <= SHORT_MAX {
         if let Some(c) = sse42::append(crc, data) {
