@@ -266,6 +266,9 @@ impl<T> WrQueue<T> {
     }
 
     /// Remove the front request, releasing its segments' registrations.
+    // Inlined: a Receive leaves its queue on shm's poll lane, the critical path of a message
+    // (`take_inline_msg` in the shm provider).
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<T> {
         let (wr, n) = self.wrs.pop_front()?;
         let base = self.base(0);
