@@ -122,8 +122,9 @@ mod tests {
         assert_eq!(crc32c_append(0, data), crc32c(data));
     }
 
-    /// CRC-32C bit by bit (reflected polynomial 0x82F63B78, RFC 3385 appendix): slow and
-    /// independent of both the crate and the SSE 4.2 walk, so it can judge either.
+    /// CRC-32C bit by bit (the reflected polynomial 0x82F63B78 of RFC 5044 §4.4, register
+    /// initialised to all ones, result complemented): slow and independent of both the crate
+    /// and the SSE 4.2 walk, so it can judge either.
     fn bitwise(crc: u32, data: &[u8]) -> u32 {
         let mut c = !crc;
         for &b in data {
@@ -152,7 +153,7 @@ mod tests {
         let short = std::arch::is_x86_feature_detected!("sse4.2");
         #[cfg(target_arch = "x86_64")]
         if !short {
-            eprintln!("no SSE 4.2 on this CPU: the short path is never taken here, only the crate is checked");
+            eprintln!("no SSE 4.2: the short path is never taken here; the crate is checked");
         }
         for start in [0u32, 1, 0xFFFF_FFFF, 0x1234_5678] {
             for off in 0..8 {
