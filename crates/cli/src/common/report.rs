@@ -9,7 +9,7 @@ pub(crate) struct Latency {
     pub(crate) mean_us: f64,
     /// The mean of the middle half of the samples (the interquartile mean). This VM's TSC
     /// advances in steps of about 10 ns, so a half round trip and the median move in 5 ns
-    /// steps; this mean of many dithered samples resolves changes of one or two nanoseconds,
+    /// steps; this mean of many dithered samples resolved a 2 ns change (docs/ARCHITECTURE.md),
     /// and the tail that moves `mean_us` from run to run is trimmed off. For A/B experiments:
     /// the issues' targets are on the median.
     pub(crate) iqm_us: f64,
