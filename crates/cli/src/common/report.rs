@@ -29,14 +29,15 @@ impl Latency {
                 .unwrap_or(0) as f64
                 / 1000.0
         };
-        let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / n as f64 / 1000.0;
-        let mid = &samples[samples.len() / 4..samples.len() - samples.len() / 4];
-        let iqm = mid.iter().map(|&s| s as f64).sum::<f64>() / mid.len().max(1) as f64 / 1000.0;
+        // In µs; 0 for no samples.
+        let mean =
+            |s: &[u64]| s.iter().map(|&x| x as f64).sum::<f64>() / s.len().max(1) as f64 / 1000.0;
+        let quarter = samples.len() / 4;
         Self {
             min_us: at(0.0),
             median_us: at(0.5),
-            mean_us: mean,
-            iqm_us: iqm,
+            mean_us: mean(samples),
+            iqm_us: mean(&samples[quarter..samples.len() - quarter]),
             p99_us: at(0.99),
             p999_us: at(0.999),
             max_us: at(1.0),
