@@ -29,7 +29,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use netdirect_spi::kit::cq::{ProgressSource, PushKind};
 use netdirect_spi::kit::mr::{Access, AccessError, Kind, LocalCache, Registration};
@@ -40,6 +40,7 @@ use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
 use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
 
 use crate::adapter::Shared;
+use crate::bias::{BiasedGuard, BiasedMutex};
 use crate::cq::ShmCq;
 use crate::link::Link;
 use crate::mem::{self, InlineSges, Owned, OwnedMut, Prefixed, Seg, Segs, Src};
@@ -398,7 +399,12 @@ pub(crate) struct ShmQp {
     inline_size: u64,
     /// Set once, at establishment: lets a poll check the ring without the lock.
     link: OnceLock<Arc<Link>>,
-    inner: Mutex<Inner>,
+    /// Biased to the first thread that takes it (`bias`): a connection driven by one thread
+    /// (posts and polls, as ND's examples and MPI ranks do) takes it with no locked
+    /// instruction. The first time another thread takes it (a second poster, a Deregister's
+    /// copy barrier from another thread: `fence`) the bias goes for good, at the cost of one
+    /// `membarrier`.
+    inner: BiasedMutex<Inner>,
 }
 
 impl fmt::Debug for ShmQp {
@@ -455,7 +461,7 @@ impl ShmQp {
             max_transfer: u64::from(info.max_transfer_length),
             inline_size: u64::from(cfg.inline_data_size).max(INLINE_LIMIT),
             link: OnceLock::new(),
-            inner: Mutex::new(Inner::new(
+            inner: BiasedMutex::new(Inner::new(
                 WrQueue::new(rq_depth, rq_segs),
                 WrQueue::new(
                     cfg.initiator_queue_depth as usize,
@@ -487,8 +493,8 @@ impl ShmQp {
         self.me.clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> BiasedGuard<'_, Inner> {
+        self.inner.lock()
     }
 
     /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`).
@@ -708,7 +714,7 @@ impl ShmQp {
     /// A Send just put in the ring by its post: complete at once when nothing is ahead of it,
     /// else queue it, already in the ring, to complete in its turn. The completion is queued
     /// before the lock goes: a Send another thread pushes next must not complete first.
-    fn pushed_send(&self, mut g: MutexGuard<'_, Inner>, context: u64, flags: OpFlags, total: u64) {
+    fn pushed_send(&self, mut g: BiasedGuard<'_, Inner>, context: u64, flags: OpFlags, total: u64) {
         if g.sq.is_empty() {
             self.complete_send(context, flags, Status::SUCCESS, total);
             return;
@@ -2568,7 +2574,7 @@ impl traits::QueuePair for ShmQp {
 impl Drop for ShmQp {
     fn drop(&mut self) {
         // Releasing a queue pair implies Disconnect and Flush.
-        let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let g = self.inner.get_mut();
         let mut g = std::mem::replace(g, Inner::empty());
         // As Disconnect: the held ACKs of the peer's placed Writes go first.
         self.push_held_acks(&mut g);
