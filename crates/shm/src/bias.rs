@@ -115,10 +115,15 @@ impl<T> BiasedMutex<T> {
         let held = held.unwrap_or_else(|e| e.into_inner());
         #[cfg(loom)]
         let held = held.unwrap();
-        let was = self.owner.swap(REVOKED, Ordering::Relaxed);
+        // Once revoked, a plain load: the fallback path then costs what a plain mutex does.
+        let was = match self.owner.load(Ordering::Relaxed) {
+            REVOKED => REVOKED,
+            _ => self.owner.swap(REVOKED, Ordering::Relaxed),
+        };
         if was != REVOKED && was != NONE {
             // Revoke: the first (and only) time, under the fallback mutex, so every later
-            // taker of the fallback mutex finds this done.
+            // taker of the fallback mutex finds this done. (`NONE`: nobody ever took the fast
+            // path, and a claim now fails.)
             barrier::heavy();
             let mut spins = 0u32;
             // Acquire: the owner's last critical section happens before ours.
