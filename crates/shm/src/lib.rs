@@ -169,7 +169,8 @@
 // memory by address), `bias` (the biased mutex's cell) and the SPI's unsafe post methods, whose
 // contracts the queue pair forwards.
 #![deny(unsafe_op_in_unsafe_fn)]
-// Under `--cfg loom` only the ring and its models are built; the rest of its API is unused.
+// Under `--cfg loom` only the ring, the biased mutex and their models are built; the rest of
+// their API is unused.
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 
 mod bias;
