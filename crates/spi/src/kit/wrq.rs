@@ -155,34 +155,14 @@ impl<T> WrQueue<T> {
             "WrQueue::push_checked beyond the queue's depth or SGE limit"
         );
         let base = self.base(self.wrs.len());
-        for (i, s) in sge.iter().enumerate() {
-            let addr = s.buffer as usize as u64;
-            let len = u64::from(s.buffer_length);
-            let checked = match &self.pin {
-                Some(p) if p.token == s.memory_region_token && p.is_valid() => {
-                    p.check(addr, len, access).map(|()| None)
-                }
-                _ => match cache.resolve(table, s.memory_region_token) {
-                    Some(r) => r.check(addr, len, access).map(|()| Some(r)),
-                    None => Err(AccessError::InvalidToken),
-                },
-            };
-            let d = &mut self.segs[base + i];
-            d.addr = addr;
-            d.len = s.buffer_length;
-            match checked {
-                Ok(None) => {
-                    d.pinned = true;
-                    self.pin_users += 1;
-                }
-                Ok(Some(r)) if self.pin_users == 0 => {
-                    // Nothing relies on the old pin: this registration becomes the pin.
-                    d.pinned = true;
-                    self.pin = Some(r);
-                    self.pin_users = 1;
-                }
-                Ok(Some(r)) => d.reg = Some(r),
-                Err(e) => {
+        if let [s] = sge {
+            // One segment (most requests), without the loop's set-up.
+            if let Err(e) = self.check_into(base, s, access, cache, table) {
+                return Err((wr, e));
+            }
+        } else {
+            for (i, s) in sge.iter().enumerate() {
+                if let Err(e) = self.check_into(base + i, s, access, cache, table) {
                     for j in base..base + i {
                         self.release(j);
                     }
@@ -191,6 +171,47 @@ impl<T> WrQueue<T> {
             }
         }
         self.wrs.push_back((wr, sge.len() as u16));
+        Ok(())
+    }
+
+    /// Check `s` for `access` into slab segment `i`, which then holds what keeps its memory
+    /// alive (the pin, or its own reference); on failure it holds nothing.
+    #[inline(always)]
+    fn check_into(
+        &mut self,
+        i: usize,
+        s: &Sge,
+        access: Access,
+        cache: &mut LocalCache,
+        table: &Table,
+    ) -> Result<(), AccessError> {
+        let addr = s.buffer as usize as u64;
+        let len = u64::from(s.buffer_length);
+        let checked = match &self.pin {
+            Some(p) if p.token == s.memory_region_token && p.is_valid() => {
+                p.check(addr, len, access).map(|()| None)
+            }
+            _ => match cache.resolve(table, s.memory_region_token) {
+                Some(r) => r.check(addr, len, access).map(|()| Some(r)),
+                None => Err(AccessError::InvalidToken),
+            },
+        };
+        let d = &mut self.segs[i];
+        d.addr = addr;
+        d.len = s.buffer_length;
+        match checked? {
+            None => {
+                d.pinned = true;
+                self.pin_users += 1;
+            }
+            Some(r) if self.pin_users == 0 => {
+                // Nothing relies on the old pin: this registration becomes the pin.
+                d.pinned = true;
+                self.pin = Some(r);
+                self.pin_users = 1;
+            }
+            Some(r) => d.reg = Some(r),
+        }
         Ok(())
     }
 
@@ -272,8 +293,13 @@ impl<T> WrQueue<T> {
     pub fn pop(&mut self) -> Option<T> {
         let (wr, n) = self.wrs.pop_front()?;
         let base = self.base(0);
-        for i in base..base + usize::from(n) {
-            self.release(i);
+        if n == 1 {
+            // One segment (most requests), without the loop's set-up.
+            self.release(base);
+        } else {
+            for i in base..base + usize::from(n) {
+                self.release(i);
+            }
         }
         self.head_slot += 1;
         if self.head_slot == self.cap {
