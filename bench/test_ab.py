@@ -41,5 +41,13 @@ class Summary(unittest.TestCase):
         self.assertNotIn("to_anchor", s)
 
 
+class MachineState(unittest.TestCase):
+    def test_reps_well_above_the_lowest_floor_are_slower(self):
+        self.assertEqual(ab.slower_state([0.075, 0.07, 0.09, 0.26, 0.08]), [2, 3])
+
+    def test_a_steady_batch_has_none(self):
+        self.assertEqual(ab.slower_state([0.07, 0.075, 0.08, 0.085]), [])
+
+
 if __name__ == "__main__":
     unittest.main()
