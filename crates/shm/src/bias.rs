@@ -34,11 +34,13 @@ use std::ops::{Deref, DerefMut};
 use loom::{
     cell::UnsafeCell,
     sync::{Mutex, MutexGuard},
+    thread::yield_now,
 };
 #[cfg(not(loom))]
 use std::{
     cell::UnsafeCell,
     sync::{Mutex, MutexGuard},
+    thread::yield_now,
 };
 
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
@@ -217,45 +219,35 @@ fn reentered() -> ! {
 #[cfg(not(loom))]
 #[inline]
 fn token() -> u64 {
-    use std::cell::Cell;
-    use std::sync::atomic::AtomicU64;
-    static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local! {
-        static TOKEN: Cell<u64> = const { Cell::new(NONE) };
+        static TOKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(NONE) };
     }
-    TOKEN.with(|t| match t.get() {
+    TOKEN.with(token_in)
+}
+
+// loom's `thread_local!` takes no `const` initialiser.
+#[cfg(loom)]
+fn token() -> u64 {
+    loom::thread_local! {
+        static TOKEN: std::cell::Cell<u64> = std::cell::Cell::new(NONE);
+    }
+    TOKEN.with(token_in)
+}
+
+/// The token kept in `t`, drawn from a process-wide counter on the thread's first lock.
+#[inline]
+fn token_in(t: &std::cell::Cell<u64>) -> u64 {
+    // `std`'s atomic under loom too: a static counter, outside the model.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    match t.get() {
         NONE => {
             let new = NEXT.fetch_add(1, Ordering::Relaxed);
             t.set(new);
             new
         }
         known => known,
-    })
-}
-
-#[cfg(loom)]
-fn token() -> u64 {
-    use std::cell::Cell;
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    loom::thread_local! {
-        static TOKEN: Cell<u64> = Cell::new(NONE);
     }
-    TOKEN.with(|t| {
-        if t.get() == NONE {
-            t.set(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        }
-        t.get()
-    })
-}
-
-#[cfg(not(loom))]
-fn yield_now() {
-    std::thread::yield_now();
-}
-
-#[cfg(loom)]
-fn yield_now() {
-    loom::thread::yield_now();
 }
 
 /// The two halves of the asymmetric barrier.
