@@ -5,7 +5,7 @@
 //! Each batch ends with a 0-byte SYNC Send that the server acknowledges with a 0-byte Send,
 //! so the clock stops when every message has been received.
 //!
-//! JSON: the [`Row`](crate::common::Row) throughput keys, `op` = `send`, and `pipeline`.
+//! JSON: the [`Row`] throughput keys, `op` = `send`, and `pipeline`.
 
 use std::time::Instant;
 

@@ -3,7 +3,7 @@
 //! the same size; latency is half a round trip. Polling (default) or `--blocking` (each side
 //! sleeps on CQ notifications, one wake-up per message).
 //!
-//! JSON: the [`Row`](crate::common::Row) latency keys, `op` = `send`.
+//! JSON: the [`Row`] latency keys, `op` = `send`.
 
 use netdirect::{OpFlags, RequestType, Sge};
 

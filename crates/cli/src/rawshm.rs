@@ -11,7 +11,7 @@
 //! TCP connection both ends use to agree on the settings; the server removes it as soon as
 //! the client has mapped it, so nothing is left behind even if a process dies later.
 //!
-//! JSON: the [`Row`](crate::common::Row) latency keys; `provider` = `shared-memory`, `op` =
+//! JSON: the [`Row`] latency keys; `provider` = `shared-memory`, `op` =
 //! `raw-shm`.
 
 use std::io::{BufRead, BufReader, Write};

@@ -5,7 +5,7 @@
 //! is when `nd rping` would see its last Write complete. Blocking sockets by default;
 //! `--spin` spins on `EAGAIN` as `nd rping` polls.
 //!
-//! JSON: the [`Row`](crate::common::Row) throughput keys; `provider` = `kernel-tcp`, `op` =
+//! JSON: the [`Row`] throughput keys; `provider` = `kernel-tcp`, `op` =
 //! `stream`.
 
 use std::net::TcpStream;

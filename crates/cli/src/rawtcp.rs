@@ -3,7 +3,7 @@
 //! compared as a ratio. Polling spins on non-blocking `recv`; `--blocking` sleeps in a
 //! blocking `recv` (one wake-up per message, the floor `nd pingpong --blocking` is held to).
 //!
-//! JSON: the [`Row`](crate::common::Row) latency keys; `provider` = `kernel-tcp`, `op` =
+//! JSON: the [`Row`] latency keys; `provider` = `kernel-tcp`, `op` =
 //! `raw-tcp`.
 
 use std::io::{ErrorKind, Read, Write};

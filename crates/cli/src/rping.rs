@@ -4,7 +4,7 @@
 //! The server only drives its I/O while it waits for the client's final message (a 0-byte
 //! Send), polling or, with `--blocking`, asleep on a CQ notification.
 //!
-//! JSON: the [`Row`](crate::common::Row) throughput keys, `op` = `write` or `read`, and
+//! JSON: the [`Row`] throughput keys, `op` = `write` or `read`, and
 //! `pipeline` (requests kept outstanding).
 
 use std::time::Instant;

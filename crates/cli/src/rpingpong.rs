@@ -9,7 +9,7 @@
 //! of CreateOverlappedFile, readable when the adapter's I/O needs driving) and waits for its
 //! own Write completions on the CQ as `nd pingpong --blocking` does.
 //!
-//! JSON: the [`Row`](crate::common::Row) latency keys, `op` = `write`.
+//! JSON: the [`Row`] latency keys, `op` = `write`.
 
 use netdirect::{OpFlags, RequestType, Sge};
 

@@ -352,7 +352,7 @@ fn establish(server: &Side, client: &Side, cov: &netdirect::Overlapped, reads: u
     wait_ok(&aov, "Accept")
 }
 
-/// [`establish`] with no Reads, then one 8-byte Send into a Receive, checked, so the
+/// `establish` with no Reads, then one 8-byte Send into a Receive, checked, so the
 /// connection is shown to work.
 pub fn accept_and_exchange(server: &Side, client: &Side, cov: &netdirect::Overlapped) -> Check {
     establish(server, client, cov, 0)?;

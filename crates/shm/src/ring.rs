@@ -66,10 +66,10 @@ pub(crate) mod kind {
     /// The receiver pulled (or refused) the oldest RTS message, or placed the oldest RDMA
     /// Write: the initiator may complete it.
     pub(crate) const ACK: u8 = 5;
-    /// An RDMA Write. Inline bytes 0..16 are its descriptor ([`Desc`]); `total` is its length;
-    /// `len` counts the inline bytes (descriptor included, 16..=48). When `total` exceeds
-    /// `len - 16`, `len` is 16 and the data follows as CHUNK records (no FIRST; LAST on the
-    /// last one).
+    /// An RDMA Write. Inline bytes 0..16 are its descriptor ([`Desc`](super::Desc)); `total`
+    /// is its length; `len` counts the inline bytes (descriptor included, 16..=48). When
+    /// `total` exceeds `len - 16`, `len` is 16 and the data follows as CHUNK records (no
+    /// FIRST; LAST on the last one).
     pub(crate) const WRITE: u8 = 6;
     /// An RDMA Write the target pulls from the initiator's memory (cross-memory attach): the
     /// data area holds the descriptor and then the initiator's scatter list, 16 bytes each;

@@ -47,7 +47,7 @@ const HEADER: usize = 6;
 /// One forged stream against a fresh victim, from fuzzer bytes; panics when a promise breaks.
 ///
 /// Input: byte 0 steers (bit 0: STags are the victim's real ones, picked by a byte, instead of
-/// raw; bit 1: a message's flags may corrupt its CRC). Then messages of [`HEADER`] bytes —
+/// raw; bit 1: a message's flags may corrupt its CRC). Then messages of `HEADER` (6) bytes —
 /// kind, flags, STag byte, offset (2, signed, from the picked region's start), payload length
 /// — each followed by that many payload bytes. Kinds (modulo 6): Send (flags pick Send,
 /// Send with Solicited Event or with Invalidate, the last flag, a wrong MSN, a nonzero MO),

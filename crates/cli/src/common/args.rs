@@ -17,10 +17,10 @@ pub(crate) const SWEEP_MAX: usize = 8 << 20;
 /// Options every peer-to-peer test takes.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct PeerArgs {
-    /// Serve one run on ADDR[:PORT] and exit.
+    /// Serve one run on this address (port 18515, perftest's, if none is given) and exit.
     #[arg(short = 's', long = "server", value_name = "ADDR[:PORT]", conflicts_with_all = ["client", "loopback"])]
     pub(crate) server: Option<String>,
-    /// Connect to a server at ADDR[:PORT].
+    /// Connect to a server at this address.
     #[arg(
         short = 'c',
         long = "client",
@@ -45,7 +45,7 @@ pub(crate) struct PeerArgs {
     /// Pin this process to a CPU (set by --loopback).
     #[arg(long, hide = true)]
     pub(crate) cpu: Option<usize>,
-    /// Print "LISTENING <addr>" once listening (set by --loopback).
+    /// Print a LISTENING line with the bound address once listening (set by --loopback).
     #[arg(long, hide = true)]
     pub(crate) announce: bool,
 }

@@ -40,7 +40,7 @@ pub(crate) struct EndpointConfig {
     pub(crate) read_limits: (u32, u32),
     /// Sleep on CQ notifications instead of spinning in [`Endpoint::next`].
     pub(crate) blocking: bool,
-    /// The [`settings`] both ends must agree on.
+    /// The [`settings`](super::settings()) both ends must agree on.
     pub(crate) settings: String,
 }
 

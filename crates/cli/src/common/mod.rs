@@ -1,5 +1,5 @@
 //! What every `nd` tool shares: options and the size plan ([`args`]), the settings both ends
-//! must agree on ([`settings`]), loopback runs as two pinned processes ([`process`]),
+//! must agree on ([`settings`](mod@settings)), loopback runs as two pinned processes ([`process`]),
 //! connection setup and waiting for completions ([`endpoint`]), and the result table and JSON
 //! ([`report`]).
 

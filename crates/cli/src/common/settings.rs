@@ -64,7 +64,8 @@ pub(crate) fn check_settings(ours: &str, theirs: &str, peer_is: &str) -> Result<
 
 /// The settings exchange of the raw-TCP yardsticks: the client sends its settings as one
 /// length-prefixed line, the server answers with its own, and each end checks the other's
-/// (the same rule as [`Endpoint::connect`]). Call on a blocking socket, before the run.
+/// (the same rule as [`Endpoint::connect`](super::Endpoint::connect)). Call on a blocking
+/// socket, before the run.
 pub(crate) fn exchange_tcp_settings(
     s: &mut std::net::TcpStream,
     ours: &str,

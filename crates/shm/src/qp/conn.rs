@@ -1,0 +1,292 @@
+//! The connection's life: the drive under the lock, held acknowledgements, establishment,
+//! Disconnect and NotifyDisconnect, the flush and the end of the connection.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
+use netdirect_spi::{fail, Result, Status};
+
+use super::{Answer, Conn, Inner, MapOut, ShmQp};
+use crate::link::Link;
+use crate::mem::Owned;
+use crate::ring::{kind, Consumer, Producer, Violation};
+
+impl ShmQp {
+    /// Wake the peer if we published records since the last check (the changer's half of
+    /// the wake-up handshake, `ring::wake`).
+    pub(super) fn flush_wake(&self, g: &mut Inner) {
+        if g.wake_owed {
+            g.wake_owed = false;
+            if let Some(link) = self.link.get() {
+                link.wake_peer();
+            }
+        }
+    }
+
+    /// The peer's one-sided request broke our protection rules: tell it with a TERM record
+    /// (its request completes `ND_ACCESS_VIOLATION`), then end the connection; our own
+    /// outstanding requests are flushed with `ND_CANCELED` (R-QP-6). Not one byte was placed
+    /// or read.
+    pub(super) fn refuse(&self, g: &mut Inner, link: &Link) {
+        self.last_word(g, link, kind::TERM, 0);
+    }
+
+    /// Push the answers still owed for the peer's earlier requests (they were served), then
+    /// the record `kind` that ends the connection, and close. When our ring has no room for
+    /// all of it the peer sees only the end (its requests complete `ND_CANCELED`).
+    pub(super) fn last_word(&self, g: &mut Inner, link: &Link, kind: u8, total: u32) {
+        let tx = link.tx();
+        if self.push_answers(g, &tx) == Ok(true) && g.prod.has_room(&tx, 0) == Ok(true) {
+            g.prod.push_header(&tx, kind, 0, total, &Owned(&[]), 0, 0);
+        }
+        link.wake_peer();
+        self.close(g, Status::CONNECTION_REFUSED);
+    }
+
+    /// Drive this queue pair with the lock held.
+    #[inline]
+    pub(super) fn progress_locked(&self, g: &mut Inner) {
+        if g.acks_held {
+            // What an earlier pass held goes now (module docs: held acknowledgements), with
+            // whatever this pass owes (`progress_tx` releases it).
+            self.progress_rx(g);
+            self.progress_tx(g);
+        } else {
+            let took = g.rx_msgs;
+            self.progress_rx(g);
+            if (!g.sq.is_empty() || !g.answers.is_empty()) && !self.may_hold_acks(g, took) {
+                self.progress_tx(g);
+            }
+        }
+        self.flush_wake(g);
+    }
+
+    /// Whether the ACKs this pass owes may wait for the application's next call (module docs:
+    /// held acknowledgements); if so they are marked held. `took`: the count of the peer's
+    /// messages taken before the pass. (Out of line: the Send path only tests its condition.)
+    #[inline(never)]
+    fn may_hold_acks(&self, g: &mut Inner, took: u32) -> bool {
+        let Some(link) = self.link.get() else {
+            return false;
+        };
+        if g.conn != Conn::Established
+            || g.rx_msgs != took
+            || g.sq.len() != g.in_ring
+            || g.answers.is_empty()
+            || !g.answers.iter().all(|a| matches!(a, Answer::Ack))
+            || link.tx_blocked.load(Ordering::Relaxed)
+        {
+            return false;
+        }
+        // The flag first, then the look for waiters (both SeqCst): a thread that enters a wait
+        // after the look arms the link and finds the flag (`Link::has_work`).
+        link.acks_held.store(true, Ordering::SeqCst);
+        if self.shared.engine.anyone_waiting() {
+            link.acks_held.store(false, Ordering::Relaxed);
+            return false;
+        }
+        g.acks_held = true;
+        true
+    }
+
+    /// The held ACKs are no longer held (they are about to be pushed, or one rides on a
+    /// Write).
+    pub(super) fn release_acks(&self, g: &mut Inner) {
+        if !g.acks_held {
+            return;
+        }
+        g.acks_held = false;
+        if let Some(link) = self.link.get() {
+            // A poller that still sees `true` drives the queue pair once for nothing.
+            link.acks_held.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// A post that cannot carry a held ACK pushes the held ones first, so that it may still go
+    /// straight into the ring (an inline Send need not capture its bytes).
+    #[inline]
+    pub(super) fn push_held_acks(&self, g: &mut Inner) {
+        if g.acks_held {
+            self.push_held_acks_now(g);
+        }
+    }
+
+    #[inline(never)]
+    fn push_held_acks_now(&self, g: &mut Inner) {
+        self.release_acks(g);
+        let Some(link) = self.link.get() else { return };
+        match self.push_answers(g, &link.tx()) {
+            Ok(_) => link.wake_peer(),
+            Err(Violation) => self.close(g, Status::CONNECTION_REFUSED),
+        }
+    }
+
+    /// A poll: cheap when there is nothing to do (no lock, no syscall).
+    pub(crate) fn poll(&self) {
+        if let Some(link) = self.link.get() {
+            link.poll_fast();
+        }
+    }
+
+    /// Drive the queue pair now.
+    pub(crate) fn progress_now(&self) {
+        let mut g = self.lock();
+        self.progress_locked(&mut g);
+    }
+
+    /// Flush every outstanding request with `ND_CANCELED`.
+    pub(super) fn flush_all(&self, g: &mut Inner) {
+        self.release_acks(g);
+        g.tx_sent = 0;
+        g.tx_hdr = false;
+        g.in_ring = 0;
+        g.reads_out = 0;
+        g.answers.clear();
+        g.answers_reads = 0;
+        while let Some(wr) = g.sq.pop() {
+            self.complete_wr(&wr, Status::CANCELED);
+        }
+        while let Some(wr) = g.rq.pop() {
+            self.complete_recv(wr.context, Status::CANCELED, 0, false);
+        }
+        g.rx_msg = None;
+        g.rx_reg = None;
+        g.map_out = MapOut::Idle;
+        g.map_hold = None;
+        // A window is usable through its queue pair only: with the connection gone it is
+        // unbound, which also lets its region be deregistered (as tcp).
+        g.windows.unbind_all(&self.shared.mrs);
+    }
+
+    /// Close the connection: tell the peer, flush, finish waiters. `accept_status` is what a
+    /// pending Accept gets (D9: the active side went away).
+    pub(super) fn close(&self, g: &mut Inner, accept_status: Status) {
+        if g.conn == Conn::Closed {
+            return;
+        }
+        g.conn = Conn::Closed;
+        if let Some(link) = &g.link {
+            link.close_local();
+            if g.map_hold.is_some() {
+                // The peer may be copying through the mapping we granted: the registration
+                // stays held until it is done (a Deregister waits for that).
+                link.wait_peer_copy();
+            }
+        }
+        self.flush_all(g);
+        if let Some(a) = g.accept.take() {
+            a.complete(accept_status);
+        }
+        g.disconnect_waiters.complete_all((), Status::SUCCESS);
+    }
+
+    pub(super) fn attach(&self, g: &mut Inner, link: Arc<Link>) -> Result<()> {
+        if g.conn != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        let _ = self.link.set(link.clone());
+        g.link = Some(link);
+        g.prod = Producer::default();
+        g.cons = Consumer::default();
+        Ok(())
+    }
+
+    /// Let the completion queues poll `link` (before taking our lock: see `ShmCq::poll_links`).
+    fn register_link(&self, link: &Arc<Link>) {
+        self.rcq.add_link(link);
+        if !Arc::ptr_eq(&self.rcq, &self.icq) {
+            self.icq.add_link(link);
+        }
+    }
+
+    /// Active side, at `CompleteConnect`: the first record is the RTR. `ird`/`ord` are the
+    /// connection's negotiated read limits from this side's point of view.
+    pub(crate) fn establish_active(&self, link: Arc<Link>, ird: u32, ord: u32) -> Result<()> {
+        if self.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        self.register_link(&link);
+        let mut g = self.lock();
+        self.attach(&mut g, link.clone())?;
+        (g.ird, g.ord) = (ird, ord);
+        g.conn = Conn::Established;
+        let tx = link.tx();
+        if g.prod.has_room(&tx, 0) != Ok(true) {
+            self.close(&mut g, Status::CONNECTION_REFUSED);
+            return Ok(());
+        }
+        g.prod.push_inline(&tx, kind::RTR, 0, &Owned(&[]), 0, 0);
+        link.wake_peer();
+        self.progress_locked(&mut g);
+        Ok(())
+    }
+
+    /// Passive side, at `Accept`: wait for the RTR.
+    pub(crate) fn establish_passive(
+        &self,
+        link: Arc<Link>,
+        accept: OvCompleter,
+        ird: u32,
+        ord: u32,
+    ) -> Result<()> {
+        if self.conn() != Conn::Idle {
+            return fail(Status::CONNECTION_ACTIVE);
+        }
+        self.register_link(&link);
+        let mut g = self.lock();
+        self.attach(&mut g, link)?;
+        (g.ird, g.ord) = (ird, ord);
+        g.conn = Conn::AwaitRtr;
+        g.accept = Some(accept);
+        self.progress_locked(&mut g);
+        Ok(())
+    }
+
+    pub(super) fn rtr_received(&self, g: &mut Inner) {
+        g.conn = Conn::Established;
+        if let Some(a) = g.accept.take() {
+            a.complete(Status::SUCCESS);
+        }
+        self.progress_tx(g);
+    }
+
+    pub(crate) fn conn(&self) -> Conn {
+        self.lock().conn
+    }
+
+    /// `IND2Connector::Disconnect`: flush, tell the peer; completes at once.
+    pub(crate) fn disconnect(&self) {
+        let mut g = self.lock();
+        // The peer's Writes we placed complete successfully: their held ACKs go first.
+        self.push_held_acks(&mut g);
+        self.close(&mut g, Status::CONNECTION_REFUSED);
+    }
+
+    /// `IND2Connector::NotifyDisconnect`.
+    pub(crate) fn notify_disconnect(&self) -> Overlapped {
+        let mut g = self.lock();
+        if g.conn == Conn::Closed {
+            return Overlapped::completed(self.shared.engine.clone(), Status::SUCCESS);
+        }
+        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
+        g.disconnect_waiters.push((), c);
+        ov
+    }
+
+    pub(crate) fn cancel_notify_disconnect(&self) {
+        self.lock().disconnect_waiters.cancel_all();
+    }
+
+    /// Cancel a pending Accept: abandons the connection.
+    pub(crate) fn cancel_accept(&self) {
+        let mut g = self.lock();
+        if let Some(a) = g.accept.take() {
+            a.complete(Status::CANCELED);
+            // The same CancelOverlappedRequests cancels a NotifyDisconnect posted meanwhile
+            // (R-CANCEL-1), after the Accept (FIFO), not with the success the close gives it.
+            g.disconnect_waiters.cancel_all();
+            self.close(&mut g, Status::CANCELED);
+        }
+    }
+}
