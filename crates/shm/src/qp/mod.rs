@@ -530,6 +530,16 @@ impl ProgressSource for ShmQp {
     }
 }
 
+/// The descriptor of a posted Read or Write: the remote token is in network byte order
+/// (`GetRemoteToken`), so its host value is `from_be` of it, as in tcp.
+#[inline]
+fn remote_desc(remote_address: u64, remote_token: u32) -> Desc {
+    Desc {
+        token: u32::from_be(remote_token),
+        addr: remote_address,
+    }
+}
+
 impl traits::QueuePair for ShmQp {
     fn as_any(&self) -> &dyn Any {
         self
@@ -584,12 +594,7 @@ impl traits::QueuePair for ShmQp {
         remote_token: u32,
         flags: OpFlags,
     ) -> Result<()> {
-        // The remote token is in network byte order (GetRemoteToken): its host value is
-        // `from_be` of it, as in tcp.
-        let d = Desc {
-            token: u32::from_be(remote_token),
-            addr: remote_address,
-        };
+        let d = remote_desc(remote_address, remote_token);
         // SAFETY: forwarded contract.
         unsafe { self.post_rdma(context, sge, flags, Op::Read(d)) }
     }
@@ -602,10 +607,7 @@ impl traits::QueuePair for ShmQp {
         remote_token: u32,
         flags: OpFlags,
     ) -> Result<()> {
-        let d = Desc {
-            token: u32::from_be(remote_token),
-            addr: remote_address,
-        };
+        let d = remote_desc(remote_address, remote_token);
         // SAFETY: forwarded contract.
         unsafe { self.post_rdma(context, sge, flags, Op::Write(d)) }
     }
