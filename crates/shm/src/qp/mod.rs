@@ -46,7 +46,7 @@ use netdirect_spi::kit::cq::{ProgressSource, PushKind};
 use netdirect_spi::kit::mr::{LocalCache, Registration};
 use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, PendingRequests};
-use netdirect_spi::kit::wrq::WrQueue;
+use netdirect_spi::kit::wrq::{RecvWr, WrQueue};
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
 use netdirect_spi::{Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
 
@@ -91,12 +91,6 @@ pub(crate) enum Conn {
     Established,
     /// Disconnected or terminated: every request completes with `ND_CANCELED`.
     Closed,
-}
-
-#[derive(Debug)]
-struct RecvWr {
-    context: u64,
-    total: u64,
 }
 
 /// What an initiator request does.

@@ -42,17 +42,7 @@ impl ShmQp {
             return fail(Status::INVALID_DEVICE_REQUEST);
         }
         let mut g = self.lock();
-        if sge.len() > g.rq.max_segs() {
-            return fail(Status::DATA_OVERRUN);
-        }
-        if g.rq.is_full() {
-            return fail(Status::NO_MORE_ENTRIES);
-        }
-        let total = total_len(sge);
-        if total > self.max_transfer {
-            // "The request referenced more data than is supported" (IND2QueuePair::Receive).
-            return fail(Status::BUFFER_OVERFLOW);
-        }
+        let total = g.rq.check_receive(sge, self.max_transfer)?;
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_recv(context, Status::CANCELED, 0, false);

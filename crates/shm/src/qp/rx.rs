@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use netdirect_spi::{NdResult, Status};
 
 use super::{
-    Answer, Conn, Inner, MapOut, Op, Pulled, RecvWr, RxMsg, Served, ShmQp, Sink, MAX_ANSWERS_OWED,
+    Answer, Conn, Inner, MapOut, Op, Pulled, RxMsg, Served, ShmQp, Sink, MAX_ANSWERS_OWED,
 };
 use crate::cq::ShmCq;
 use crate::link::Link;
@@ -504,22 +504,7 @@ impl ShmQp {
             rq,
             ..
         } = g;
-        let Some(t) = srq.take_or_wait(srq_scratch, &self.me, srq_listed) else {
-            return false;
-        };
-        let n = t.segs.min(rq.max_segs()).min(srq_scratch.len());
-        let taken = rq.push_with(
-            n,
-            |i| {
-                let s = &mut srq_scratch[i];
-                Ok::<_, std::convert::Infallible>(Seg::new(s.addr, s.len, s.reg.take()))
-            },
-            |_| RecvWr {
-                context: t.context,
-                total: t.total,
-            },
-        );
-        taken.is_ok()
+        srq.take_into(rq, srq_scratch, &self.me, srq_listed)
     }
 
     /// A Receive was posted to this queue pair's SRQ while it was on the stalled list (which

@@ -65,7 +65,7 @@ use crate::cq::TcpCq;
 use crate::engine::{Source, Stream};
 use crate::protect::ExpectedResponse;
 use crate::srq::TcpSrq;
-use netdirect_spi::kit::wrq::{total_len, Seg, WrQueue};
+use netdirect_spi::kit::wrq::{total_len, RecvWr, Seg, WrQueue};
 use rx::Rx;
 use tx::Tx;
 
@@ -86,13 +86,6 @@ pub(crate) enum Conn {
     Established,
     /// Disconnected or terminated: every request completes with `ND_CANCELED`.
     Closed,
-}
-
-/// A posted Receive.
-#[derive(Debug)]
-pub(crate) struct RecvWr {
-    pub(crate) context: u64,
-    pub(crate) total: u64,
 }
 
 /// What an initiator request does.
@@ -488,17 +481,7 @@ impl TcpQp {
             return fail(Status::INVALID_DEVICE_REQUEST);
         }
         let mut g = self.lock();
-        if sge.len() > g.rq.max_segs() {
-            return fail(Status::DATA_OVERRUN);
-        }
-        if g.rq.is_full() {
-            return fail(Status::NO_MORE_ENTRIES);
-        }
-        let total = total_len(sge);
-        if total > self.max_transfer {
-            // "The request referenced more data than is supported" (IND2QueuePair::Receive).
-            return fail(Status::BUFFER_OVERFLOW);
-        }
+        let total = g.rq.check_receive(sge, self.max_transfer)?;
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_recv(context, Status::CANCELED, 0, false);
@@ -1176,21 +1159,7 @@ impl TcpQp {
             rq,
             ..
         } = g;
-        let Some(t) = srq.take_or_wait(srq_scratch, &self.me, srq_listed) else {
-            return false;
-        };
-        let taken = rq.push_with(
-            t.segs,
-            |i| {
-                let s = &mut srq_scratch[i];
-                Ok::<_, std::convert::Infallible>(Seg::new(s.addr, s.len, s.reg.take()))
-            },
-            |_| RecvWr {
-                context: t.context,
-                total: t.total,
-            },
-        );
-        taken.is_ok()
+        srq.take_into(rq, srq_scratch, &self.me, srq_listed)
     }
 
     /// A Receive was posted to this queue pair's SRQ while it was on the stalled list (which

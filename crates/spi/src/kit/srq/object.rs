@@ -3,7 +3,7 @@
 //!
 //! The Receives live in a [`SrqCore`] (preallocated, FIFO, threshold Notify). A queue pair
 //! created with the queue (`CreateQueuePairWithSrq`) takes the oldest Receive when the first
-//! part of a message arrives ([`Srq::take_or_wait`]) and fills it exactly as one of its own;
+//! part of a message arrives ([`Srq::take_into`]) and fills it exactly as one of its own;
 //! the completion goes to that queue pair's receive CQ with its context.
 //!
 //! # A message that finds the queue empty
@@ -18,6 +18,7 @@
 
 use std::any::Any;
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -25,6 +26,7 @@ use super::{Seg, SrqCore, TakenReceive};
 use crate::kit::adapter::AdapterState;
 use crate::kit::mr::Access;
 use crate::kit::overlapped::Overlapped;
+use crate::kit::wrq::{RecvWr, Seg as WrSeg, WrQueue};
 use crate::traits::SharedReceiveQueue;
 use crate::{fail, Result, Sge, Status};
 
@@ -95,7 +97,7 @@ impl<P: SrqProvider> Srq<P> {
     }
 
     /// Most SGEs one Receive may carry (the size of a queue pair's scratch for
-    /// [`Srq::take_or_wait`]).
+    /// [`Srq::take_into`]).
     pub fn max_segs(&self) -> usize {
         self.core.max_segs()
     }
@@ -129,6 +131,38 @@ impl<P: SrqProvider> Srq<P> {
             *listed = true;
         }
         None
+    }
+
+    /// Move the oldest Receive into `rq`, the one-deep receive queue of a queue pair created
+    /// with this queue, through `scratch` (at least [`Srq::max_segs`] long) to receive a
+    /// message into; when there is none, wait on the stalled list as
+    /// [`Srq::take_or_wait`] does and return `false`. The segments keep the references they
+    /// were checked with when posted here.
+    ///
+    /// # Panics
+    /// If `rq` is full or holds fewer segments per request than [`Srq::max_segs`].
+    pub fn take_into(
+        &self,
+        rq: &mut WrQueue<RecvWr>,
+        scratch: &mut [Seg],
+        qp: &Weak<P::Qp>,
+        listed: &mut bool,
+    ) -> bool {
+        let Some(t) = self.take_or_wait(scratch, qp, listed) else {
+            return false;
+        };
+        let queued = rq.push_with(
+            t.segs,
+            |i| {
+                let s = &mut scratch[i];
+                Ok::<_, Infallible>(WrSeg::new(s.addr, s.len, s.reg.take()))
+            },
+            |_| RecvWr {
+                context: t.context,
+                total: t.total,
+            },
+        );
+        queued.is_ok()
     }
 
     /// A Receive was posted: drive the oldest stalled queue pairs, on this thread, while
