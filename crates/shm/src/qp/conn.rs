@@ -266,12 +266,9 @@ impl ShmQp {
     /// `IND2Connector::NotifyDisconnect`.
     pub(crate) fn notify_disconnect(&self) -> Overlapped {
         let mut g = self.lock();
-        if g.conn == Conn::Closed {
-            return Overlapped::completed(self.shared.engine.clone(), Status::SUCCESS);
-        }
-        let (ov, c) = Overlapped::pending(self.shared.engine.clone());
-        g.disconnect_waiters.push((), c);
-        ov
+        let ended = g.conn == Conn::Closed;
+        g.disconnect_waiters
+            .wait_for_event((), ended, self.shared.engine.clone())
     }
 
     pub(crate) fn cancel_notify_disconnect(&self) {

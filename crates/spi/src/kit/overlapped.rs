@@ -473,6 +473,24 @@ impl<K: Copy + PartialEq> PendingRequests<K> {
         self.list.push((kind, c));
     }
 
+    /// A request of `kind` that waits here for an event (completed later by
+    /// [`PendingRequests::complete_all`]), or, when the event has `happened` already, one
+    /// completed at once with `ND_SUCCESS`: `IND2Connector::NotifyDisconnect` on a connection
+    /// that is still up, or that has ended.
+    pub fn wait_for_event(
+        &mut self,
+        kind: K,
+        happened: bool,
+        driver: Arc<dyn Driver>,
+    ) -> Overlapped {
+        if happened {
+            return Overlapped::completed(driver, Status::SUCCESS);
+        }
+        let (ov, c) = Overlapped::pending(driver);
+        self.push(kind, c);
+        ov
+    }
+
     /// Complete the oldest pending request of `kind` with `status`; false if there is none.
     pub fn complete_first(&mut self, kind: K, status: Status) -> bool {
         self.list.retain(|(_, c)| c.is_pending());
@@ -697,5 +715,18 @@ pub(crate) mod tests {
         assert_eq!(p.cancel_all(), 2);
         assert_eq!(a.status(), Status::CANCELED);
         assert_eq!(b.status(), Status::CANCELED);
+    }
+
+    #[test]
+    fn an_event_that_happened_completes_its_request_at_once_and_one_to_come_waits() {
+        let d: Arc<dyn Driver> = Arc::new(NullDriver);
+        let mut p = PendingRequests::new();
+        let done = p.wait_for_event((), true, d.clone());
+        assert_eq!(done.status(), Status::SUCCESS);
+        assert!(!p.has(()), "a request completed at once is not kept");
+        let waiting = p.wait_for_event((), false, d);
+        assert_eq!(waiting.status(), Status::PENDING);
+        assert_eq!(p.complete_all((), Status::SUCCESS), 1);
+        assert_eq!(waiting.status(), Status::SUCCESS);
     }
 }
