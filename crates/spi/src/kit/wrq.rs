@@ -409,7 +409,6 @@ mod tests {
         // Full: the SGE count is still reported first, then the room, before the length.
         assert_eq!(status(&q, &three, 7), Err(Status::DATA_OVERRUN));
         assert_eq!(status(&q, &one, 7), Err(Status::NO_MORE_ENTRIES));
-        q.pop();
     }
 
     #[test]
