@@ -767,6 +767,48 @@ fn requested_between(
     })
 }
 
+/// A connector whose GetConnectionRequest waits is still the caller's: used for a Connect
+/// meanwhile, that Connect goes on, and the GetConnectionRequest fails
+/// `ND_INVALID_DEVICE_STATE` (what it returns when made on a connector that is not fresh)
+/// when a request arrives, which goes to the next GetConnectionRequest instead of being
+/// lost. Handing the request over anyway would drop the pending Connect, which then never
+/// completed.
+#[test]
+fn a_connector_used_while_its_get_connection_request_waits_keeps_its_connect() {
+    each("gcr-then-connect", |p, ip| {
+        let a = open(p, ip)?;
+        let (first, faddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let both = Side::on(&a, SideConfig::default())?;
+        let gcr = first
+            .get_connection_request(&both.connector)
+            .ctx("GetConnectionRequest")?;
+        // The same connector Connects to a second listener, where `server` takes it.
+        let (second, saddr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let server = Side::on(&a, SideConfig::default())?;
+        let sgcr = second
+            .get_connection_request(&server.connector)
+            .ctx("GetConnectionRequest")?;
+        let cov = both.connect(SocketAddr::new(ip, 0), saddr, 0, 0, &[])?;
+        wait_ok(&sgcr, "GetConnectionRequest for the Connect")?;
+        // A request for the first listener arrives while `both` is connecting.
+        let client = Side::on(&a, SideConfig::default())?;
+        let ccov = client.connect(SocketAddr::new(ip, 0), faddr, 0, 0, &[])?;
+        wait_status(
+            &gcr,
+            Status::INVALID_DEVICE_STATE,
+            "the GetConnectionRequest of a connector that Connects",
+        )?;
+        netdirect_conformance::side::accept_and_exchange(&server, &both, &cov)?;
+        // The request was kept for the next GetConnectionRequest.
+        let fresh = Side::on(&a, SideConfig::default())?;
+        let next = first
+            .get_connection_request(&fresh.connector)
+            .ctx("GetConnectionRequest")?;
+        wait_ok(&next, "the next GetConnectionRequest")?;
+        netdirect_conformance::side::accept_and_exchange(&fresh, &client, &ccov)
+    });
+}
+
 /// Accept or Reject after the connecting side gave up, by cancelling its pending Connect or by
 /// releasing its connector (either closes its end): ND_CONNECTION_ABORTED, "the connecting peer
 /// abandoned the connection establishment" (IND2Connector::Accept and Reject), whichever

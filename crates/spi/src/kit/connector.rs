@@ -173,6 +173,11 @@ impl<T: Transport> ConnectorState<T> {
     /// A listener hands over a request (`GetConnectionRequest` completed): the accessors
     /// report its addresses, private data and `limits` (the passive view, R-rules of
     /// [`crate::kit::negotiate::passive_view`]).
+    ///
+    /// The request comes back, and nothing changes, if the connector is no longer fresh: the
+    /// caller used it for something else while its `GetConnectionRequest` was pending (a
+    /// Connect, or another `GetConnectionRequest` that was served first). Overwriting that
+    /// state would drop a pending Connect's request, which would then never complete.
     pub fn set_incoming(
         &mut self,
         incoming: T::Incoming,
@@ -180,12 +185,16 @@ impl<T: Transport> ConnectorState<T> {
         peer: SocketAddr,
         private_data: Vec<u8>,
         limits: ReadLimits,
-    ) {
+    ) -> std::result::Result<(), T::Incoming> {
+        if !self.is_fresh() {
+            return Err(incoming);
+        }
         self.local = Some(local);
         self.peer = Some(peer);
         self.peer_private_data = private_data;
         self.limits = limits;
         self.state = State::Incoming(incoming);
+        Ok(())
     }
 
     /// `Bind`'s checks: `ND_ADDRESS_ALREADY_ASSOCIATED` unless idle (NdDualConnection),
@@ -494,8 +503,13 @@ mod tests {
             outbound: 4,
         };
         invalid(c.take_connected());
-        c.set_incoming(7, l, p, vec![9], limits);
+        assert_eq!(c.set_incoming(7, l, p, vec![9], limits), Ok(()));
         assert!(!c.is_fresh());
+        assert_eq!(
+            c.set_incoming(8, p, l, vec![], limits),
+            Err(8),
+            "a second request is handed back, the first kept"
+        );
         assert_eq!((c.local_address(), c.peer_address()), (Ok(l), Ok(p)));
         assert_eq!(
             (c.read_limits(), c.private_data()),

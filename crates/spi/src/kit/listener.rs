@@ -37,8 +37,9 @@ pub trait TakesRequests<I> {
     /// Whether the connector may take a request (it is fresh: not connecting, connected or
     /// done).
     fn is_fresh(&self) -> bool;
-    /// Hand it a request (`GetConnectionRequest` completes next).
-    fn set_incoming(&self, incoming: I);
+    /// Hand it a request (`GetConnectionRequest` completes next), checking under the
+    /// connector's own lock that it is still fresh; if it is not, the request comes back.
+    fn set_incoming(&self, incoming: I) -> Result<(), I>;
 }
 
 /// A listener's state.
@@ -140,11 +141,23 @@ impl<T: Transport> ListenerState<T> {
         let inc = inc?;
         // A request withdrawn on its own (`Overlapped::cancel`, which does not take our lock)
         // is claimed first, so it is either cancelled or handed the connection, never both.
+        let mut inc = inc;
         while let Some((conn, ov)) = self.waiting.pop_front() {
             if ov.claim() {
-                conn.set_incoming(inc);
-                ov.complete(Status::SUCCESS);
-                return None;
+                match conn.set_incoming(inc) {
+                    Ok(()) => {
+                        ov.complete(Status::SUCCESS);
+                        return None;
+                    }
+                    // The caller used this connector for something else (a Connect, or
+                    // another GetConnectionRequest served first) while this one waited: it
+                    // fails as a GetConnectionRequest on such a connector does when made, and
+                    // the request goes on to the next waiter, or the queue.
+                    Err(back) => {
+                        ov.complete(Status::INVALID_DEVICE_STATE);
+                        inc = back;
+                    }
+                }
             }
         }
         if self.backlog == 0 || self.ready.len() < self.backlog {
@@ -167,12 +180,18 @@ impl<T: Transport> ListenerState<T> {
         if self.listening.is_none() {
             return fail(Status::INVALID_DEVICE_STATE);
         }
-        let (ov, c) = Overlapped::pending(driver);
         if let Some(inc) = self.ready.pop_front() {
-            conn.set_incoming(inc);
+            if let Err(back) = conn.set_incoming(inc) {
+                // It stopped being fresh since `check_connector` (another thread's Connect):
+                // the request stays first in the queue.
+                self.ready.push_front(back);
+                return fail(Status::INVALID_DEVICE_STATE);
+            }
+            let (ov, c) = Overlapped::pending(driver);
             c.complete(Status::SUCCESS);
             Ok((ov, false))
         } else {
+            let (ov, c) = Overlapped::pending(driver);
             c.allow_cancel();
             self.waiting.push_back((conn, c));
             Ok((ov, true))
@@ -214,8 +233,13 @@ mod tests {
         fn is_fresh(&self) -> bool {
             self.got.lock().unwrap().is_none()
         }
-        fn set_incoming(&self, incoming: u32) {
-            *self.got.lock().unwrap() = Some(incoming);
+        fn set_incoming(&self, incoming: u32) -> Result<(), u32> {
+            let mut got = self.got.lock().unwrap();
+            if got.is_some() {
+                return Err(incoming);
+            }
+            *got = Some(incoming);
+            Ok(())
         }
     }
 
@@ -287,6 +311,42 @@ mod tests {
         assert_eq!(*b.got.lock().unwrap(), Some(5));
         assert_eq!(ovb.try_result(), Some(Ok(())));
         assert!(!b.is_fresh() && check_connector(&*b).is_err());
+    }
+
+    /// A connector used for something else while its GetConnectionRequest waited (here, a
+    /// second GetConnectionRequest served first) is not overwritten: that request fails
+    /// `ND_INVALID_DEVICE_STATE` and the connection goes to the next waiter, or the queue.
+    #[test]
+    fn a_waiter_that_stopped_being_fresh_is_passed_over() {
+        let mut l = listening(0);
+        let hs = Arc::new(0u8);
+        let (a, b) = (Arc::new(Conn::default()), Arc::new(Conn::default()));
+        let (first, _) = l.get_connection_request(a.clone(), driver()).unwrap();
+        let (second, _) = l.get_connection_request(a.clone(), driver()).unwrap();
+        let (third, _) = l.get_connection_request(b.clone(), driver()).unwrap();
+        assert_eq!(l.deliver(&hs, Some(1)), None);
+        assert_eq!(first.try_result(), Some(Ok(())));
+        assert_eq!(l.deliver(&hs, Some(2)), None);
+        assert_eq!(
+            second.try_result(),
+            Some(Err(Error::new(Status::INVALID_DEVICE_STATE)))
+        );
+        assert_eq!(third.try_result(), Some(Ok(())));
+        assert_eq!(*a.got.lock().unwrap(), Some(1), "the first request stays");
+        assert_eq!(*b.got.lock().unwrap(), Some(2));
+        // With nobody waiting, the next one is queued, not lost, and a connector that is not
+        // fresh any more when it asks leaves it first in the queue.
+        let (again, _) = l.get_connection_request(a.clone(), driver()).unwrap();
+        assert_eq!(l.deliver(&hs, Some(3)), None);
+        assert!(again.try_result().unwrap().is_err());
+        assert_eq!(
+            l.get_connection_request(a, driver()).unwrap_err(),
+            Error::new(Status::INVALID_DEVICE_STATE)
+        );
+        let c = Arc::new(Conn::default());
+        let (ov, wait) = l.get_connection_request(c.clone(), driver()).unwrap();
+        assert!(!wait && ov.try_result() == Some(Ok(())));
+        assert_eq!(*c.got.lock().unwrap(), Some(3));
     }
 
     #[test]

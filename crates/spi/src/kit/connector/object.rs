@@ -120,11 +120,11 @@ impl<P: ConnectorProvider> TakesRequests<P::Incoming> for Connector<P> {
         self.lock().is_fresh()
     }
 
-    fn set_incoming(&self, incoming: P::Incoming) {
+    fn set_incoming(&self, incoming: P::Incoming) -> std::result::Result<(), P::Incoming> {
         let limits = negotiate::passive_view(P::info(&self.adapter), P::offered(&incoming));
         let (local, peer, data) = P::describe(&incoming);
         self.lock()
-            .set_incoming(incoming, local, peer, data, limits);
+            .set_incoming(incoming, local, peer, data, limits)
     }
 }
 
