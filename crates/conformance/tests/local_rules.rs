@@ -126,6 +126,84 @@ fn queue_pair_limits() {
     });
 }
 
+/// One adapter's queues with another adapter of the same provider: `ND_INVALID_PARAMETER_2`
+/// (receive CQ), `_3` (initiator CQ), `_4` (SRQ), checked before the limits (`_5` on), through
+/// the API and through the SPI objects. Accepted, such a queue pair's completions would be
+/// driven by the wrong adapter's engine: a wait on the CQ could sleep forever.
+#[test]
+fn queues_of_another_adapter_are_invalid_parameters() {
+    each("qp-foreign-queues", |p, ip| {
+        use netdirect::spi::QueuePairConfig;
+        let (a, b) = (open(p, ip)?, open(p, ip)?);
+        let mine = a.create_completion_queue(2, 0, 0).ctx("create CQ")?;
+        let theirs = b.create_completion_queue(2, 0, 0).ctx("create CQ")?;
+        let deep = a.query().max_receive_queue_depth + 1;
+        let qp = |r: &netdirect::CompletionQueue, i: &netdirect::CompletionQueue, depth| {
+            a.create_queue_pair(r, i, 0, depth, 1, 1, 1, 0)
+        };
+        expect_status(
+            qp(&theirs, &mine, 1),
+            Status::INVALID_PARAMETER_2,
+            "receive CQ",
+        )?;
+        expect_status(
+            qp(&mine, &theirs, 1),
+            Status::INVALID_PARAMETER_3,
+            "initiator CQ",
+        )?;
+        expect_status(
+            qp(&theirs, &theirs, deep),
+            Status::INVALID_PARAMETER_2,
+            "another adapter's CQ and a depth beyond the limit",
+        )?;
+        let spi = |r: &netdirect::CompletionQueue, i: &netdirect::CompletionQueue, depth| {
+            let mut cfg = QueuePairConfig::single_cq(r.as_spi().clone(), depth);
+            cfg.initiator_cq = i.as_spi().clone();
+            a.as_spi().create_queue_pair(cfg).map(|_| ())
+        };
+        expect_status(
+            spi(&theirs, &mine, 1),
+            Status::INVALID_PARAMETER_2,
+            "SPI receive CQ",
+        )?;
+        expect_status(
+            spi(&mine, &theirs, 1),
+            Status::INVALID_PARAMETER_3,
+            "SPI initiator CQ",
+        )?;
+        expect_status(
+            spi(&theirs, &mine, deep),
+            Status::INVALID_PARAMETER_2,
+            "SPI: another adapter's CQ and a depth beyond the limit",
+        )?;
+        if a.query().max_shared_receive_queue_depth > 0 {
+            let srq = b
+                .create_shared_receive_queue(4, 1, 0, 0, 0)
+                .ctx("create SRQ")?;
+            expect_status(
+                a.create_queue_pair_with_srq(&mine, &mine, &srq, 0, 1, 1, 0),
+                Status::INVALID_PARAMETER_4,
+                "another adapter's SRQ",
+            )?;
+        }
+        // A connector of one adapter with the other's queue pair: `_1` (the queue pair is
+        // Connect's first parameter).
+        let foreign = b
+            .create_queue_pair(&theirs, &theirs, 0, 1, 1, 1, 1, 0)
+            .ctx("create QP")?;
+        let dest = SocketAddr::new(ip, 9);
+        expect_status(
+            a.create_connector()
+                .ctx("create connector")?
+                .connect(&foreign, dest, 0, 0, &[]),
+            Status::INVALID_PARAMETER_1,
+            "Connect with another adapter's queue pair",
+        )?;
+        qp(&mine, &mine, 1).ctx("the adapter's own CQs")?;
+        Ok(())
+    });
+}
+
 #[test]
 fn memory_region_register_errors() {
     each("mr-register", |p, ip| {

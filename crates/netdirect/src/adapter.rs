@@ -4,7 +4,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use netdirect_spi::limits;
 use netdirect_spi::traits::{self, QueuePairConfig};
@@ -95,6 +95,7 @@ impl Adapter {
         limits::completion_queue(&self.info, depth)?;
         Ok(CompletionQueue::from_spi(
             self.inner.create_completion_queue(depth, group, affinity)?,
+            &self.inner,
             &self.info,
         ))
     }
@@ -129,13 +130,14 @@ impl Adapter {
         )?;
         Ok(SharedReceiveQueue::from_spi(
             s,
+            &self.inner,
             self.info.max_shared_receive_queue_depth,
         ))
     }
 
-    /// `CreateQueuePair`. Errors: receive CQ `_2`, initiator CQ `_3`, receive depth `_5`,
-    /// initiator depth `_6`, receive SGEs `_7`, initiator SGEs `_8`, inline size `_9`, each for
-    /// a value beyond the adapter's limit (`Adapter::query`). A depth of 0 is allowed and
+    /// `CreateQueuePair`. Errors: receive CQ `_2`, initiator CQ `_3` (another adapter's), then
+    /// receive depth `_5`, initiator depth `_6`, receive SGEs `_7`, initiator SGEs `_8`, inline
+    /// size `_9`, each for a value beyond the adapter's limit (`Adapter::query`). A depth of 0 is allowed and
     /// gets a queue of one. `context` comes back in every completion as `NdResult::qp_context`.
     pub fn create_queue_pair(
         &self,
@@ -148,6 +150,8 @@ impl Adapter {
         max_initiator_request_sge: u32,
         inline_data_size: u32,
     ) -> Result<QueuePair> {
+        self.check_mine(&receive_cq.adapter, 2)?;
+        self.check_mine(&initiator_cq.adapter, 3)?;
         let cfg = QueuePairConfig {
             receive_cq: receive_cq.as_spi().clone(),
             initiator_cq: initiator_cq.as_spi().clone(),
@@ -163,8 +167,8 @@ impl Adapter {
         Ok(QueuePair::from_spi(self.inner.create_queue_pair(cfg)?))
     }
 
-    /// `CreateQueuePairWithSrq`. Errors: receive CQ `_2`, initiator CQ `_3`, SRQ `_4`,
-    /// initiator depth `_6`, initiator SGEs `_7`, inline size `_8`.
+    /// `CreateQueuePairWithSrq`. Errors: receive CQ `_2`, initiator CQ `_3`, SRQ `_4` (each for
+    /// another adapter's), initiator depth `_6`, initiator SGEs `_7`, inline size `_8`.
     pub fn create_queue_pair_with_srq(
         &self,
         receive_cq: &CompletionQueue,
@@ -175,6 +179,9 @@ impl Adapter {
         max_initiator_request_sge: u32,
         inline_data_size: u32,
     ) -> Result<QueuePair> {
+        self.check_mine(&receive_cq.adapter, 2)?;
+        self.check_mine(&initiator_cq.adapter, 3)?;
+        self.check_mine(&srq.adapter, 4)?;
         let cfg = QueuePairConfig {
             receive_cq: receive_cq.as_spi().clone(),
             initiator_cq: initiator_cq.as_spi().clone(),
@@ -188,6 +195,17 @@ impl Adapter {
         };
         limits::queue_pair(&self.info, &cfg)?;
         Ok(QueuePair::from_spi(self.inner.create_queue_pair(cfg)?))
+    }
+
+    /// `ND_INVALID_PARAMETER_<param>` for a queue another adapter made (one adapter's objects
+    /// cannot be used with another's), checked before the limits so that the statuses come in
+    /// parameter order. The provider checks again, for callers of the SPI objects.
+    fn check_mine(&self, adapter: &Weak<dyn traits::Adapter>, param: u32) -> Result<()> {
+        if std::ptr::addr_eq(adapter.as_ptr(), Arc::as_ptr(&self.inner)) {
+            Ok(())
+        } else {
+            Err(crate::Error::invalid_parameter(param))
+        }
     }
 
     /// `CreateConnector`.

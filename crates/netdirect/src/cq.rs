@@ -1,7 +1,7 @@
 //! `IND2CompletionQueue` and `IND2SharedReceiveQueue`.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use netdirect_spi::traits;
 
@@ -11,6 +11,8 @@ use crate::{NdResult, NotifyType, Overlapped, Result, Sge};
 #[derive(Clone)]
 pub struct CompletionQueue {
     inner: Arc<dyn traits::CompletionQueue>,
+    /// The adapter that made it (`Adapter::create_queue_pair` refuses another's).
+    pub(crate) adapter: Weak<dyn traits::Adapter>,
     /// The adapter's `MaxCompletionQueueDepth`, which `resize` may not exceed.
     max_depth: u32,
     /// The adapter has `ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED`.
@@ -26,10 +28,12 @@ impl fmt::Debug for CompletionQueue {
 impl CompletionQueue {
     pub(crate) fn from_spi(
         inner: Arc<dyn traits::CompletionQueue>,
+        adapter: &Arc<dyn traits::Adapter>,
         info: &crate::AdapterInfo,
     ) -> Self {
         Self {
             inner,
+            adapter: Arc::downgrade(adapter),
             max_depth: info.max_completion_queue_depth,
             resizable: info
                 .adapter_flags
@@ -109,6 +113,8 @@ impl CompletionQueue {
 #[derive(Clone)]
 pub struct SharedReceiveQueue {
     inner: Arc<dyn traits::SharedReceiveQueue>,
+    /// The adapter that made it (`Adapter::create_queue_pair_with_srq` refuses another's).
+    pub(crate) adapter: Weak<dyn traits::Adapter>,
     /// The adapter's `MaxSharedReceiveQueueDepth`, which `modify` may not exceed.
     max_depth: u32,
 }
@@ -120,8 +126,16 @@ impl fmt::Debug for SharedReceiveQueue {
 }
 
 impl SharedReceiveQueue {
-    pub(crate) fn from_spi(inner: Arc<dyn traits::SharedReceiveQueue>, max_depth: u32) -> Self {
-        Self { inner, max_depth }
+    pub(crate) fn from_spi(
+        inner: Arc<dyn traits::SharedReceiveQueue>,
+        adapter: &Arc<dyn traits::Adapter>,
+        max_depth: u32,
+    ) -> Self {
+        Self {
+            inner,
+            adapter: Arc::downgrade(adapter),
+            max_depth,
+        }
     }
 
     /// The SPI object.

@@ -195,8 +195,8 @@ impl ConnectorProvider for Shm {
         peer_limits(&inc.request)
     }
 
-    fn downcast_qp(qp: &Arc<dyn QueuePair>) -> Option<Arc<ShmQp>> {
-        ShmQp::downcast(qp)
+    fn downcast_qp(qp: &Arc<dyn QueuePair>, adapter: &Arc<Shared>) -> Option<Arc<ShmQp>> {
+        ShmQp::downcast(qp).filter(|q| Arc::ptr_eq(&q.shared, adapter))
     }
 
     fn bind(this: &ShmConnector, addr: SocketAddr) -> Result<()> {

@@ -20,6 +20,7 @@ use netdirect_spi::kit::overlapped::{Driver, Overlapped};
 use netdirect_spi::traits::CompletionQueue;
 use netdirect_spi::{NdResult, NotifyType, Result};
 
+use crate::adapter::Shared;
 use crate::link::Link;
 
 /// Links polled without a lock; further ones go to the overflow list. A slot is never
@@ -129,10 +130,15 @@ impl ShmCq {
         }
     }
 
-    /// Recognise one of ours among the SPI objects.
-    pub(crate) fn downcast(cq: &Arc<dyn CompletionQueue>) -> Option<Arc<Self>> {
+    /// Recognise one of `adapter`'s completion queues among the SPI objects (`None` for
+    /// another provider's or another adapter's).
+    pub(crate) fn downcast_on(
+        cq: &Arc<dyn CompletionQueue>,
+        adapter: &Shared,
+    ) -> Option<Arc<Self>> {
         cq.as_any()
             .downcast_ref::<Self>()
+            .filter(|c| c.core.belongs_to(&adapter.engine))
             .and_then(|c| c.me.upgrade())
     }
 }

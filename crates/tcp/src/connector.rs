@@ -271,8 +271,8 @@ impl ConnectorProvider for Tcp {
         peer_limits(&inc.request)
     }
 
-    fn downcast_qp(qp: &Arc<dyn QueuePair>) -> Option<Arc<TcpQp>> {
-        TcpQp::downcast(qp)
+    fn downcast_qp(qp: &Arc<dyn QueuePair>, adapter: &Arc<Shared>) -> Option<Arc<TcpQp>> {
+        TcpQp::downcast(qp).filter(|q| Arc::ptr_eq(&q.shared, adapter))
     }
 
     fn bind(this: &TcpConnector, addr: SocketAddr) -> Result<()> {

@@ -4,6 +4,8 @@ use std::any::Any;
 use std::sync::{Arc, Weak};
 
 use netdirect_spi::kit::cq::CqCore;
+
+use crate::adapter::Shared;
 use netdirect_spi::kit::overlapped::{Driver, Overlapped};
 use netdirect_spi::traits::CompletionQueue;
 use netdirect_spi::{NdResult, NotifyType, Result};
@@ -23,10 +25,15 @@ impl TcpCq {
         })
     }
 
-    /// Recognise one of ours among the SPI objects.
-    pub(crate) fn downcast(cq: &Arc<dyn CompletionQueue>) -> Option<Arc<Self>> {
+    /// Recognise one of `adapter`'s completion queues among the SPI objects (`None` for
+    /// another provider's or another adapter's).
+    pub(crate) fn downcast_on(
+        cq: &Arc<dyn CompletionQueue>,
+        adapter: &Shared,
+    ) -> Option<Arc<Self>> {
         cq.as_any()
             .downcast_ref::<Self>()
+            .filter(|c| c.core.belongs_to(&adapter.engine))
             .and_then(|c| c.me.upgrade())
     }
 }

@@ -351,7 +351,7 @@ impl Inner {
 /// The `shm` provider's queue pair.
 pub(crate) struct ShmQp {
     me: Weak<Self>,
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     rcq: Arc<ShmCq>,
     icq: Arc<ShmCq>,
     /// `CreateQueuePairWithSrq`: Receives come from here, one message at a time, into `rq`.
@@ -397,13 +397,18 @@ fn reported_len(status: Status, total: u64) -> u32 {
 
 impl ShmQp {
     pub(crate) fn new(shared: Arc<Shared>, cfg: &QueuePairConfig) -> Result<Arc<Self>> {
-        let rcq = ShmCq::downcast(&cfg.receive_cq).ok_or(Error::invalid_parameter(2))?;
-        let icq = ShmCq::downcast(&cfg.initiator_cq).ok_or(Error::invalid_parameter(3))?;
+        let rcq =
+            ShmCq::downcast_on(&cfg.receive_cq, &shared).ok_or(Error::invalid_parameter(2))?;
+        let icq =
+            ShmCq::downcast_on(&cfg.initiator_cq, &shared).ok_or(Error::invalid_parameter(3))?;
         // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
         let srq = match &cfg.srq {
             Some(s) => Some(ShmSrq::downcast_on(s, &shared).ok_or(Error::invalid_parameter(4))?),
             None => None,
         };
+        // The queues' sizes next (`_5` on), in the order of their parameters, before any is
+        // sized from them.
+        netdirect_spi::limits::queue_pair(&shared.info, cfg)?;
         // With an SRQ, `rq` holds only the Receive taken for the message being received.
         let (rq_depth, rq_segs) = match &srq {
             Some(s) => (1, s.max_segs()),

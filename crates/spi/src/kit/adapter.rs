@@ -90,7 +90,10 @@ pub trait AdapterProvider: SrqProvider {
     fn progress(state: &Self::Adapter);
     /// A completion queue of `depth` entries whose requests `driver` completes.
     fn create_completion_queue(depth: u32, driver: Arc<dyn Driver>) -> Arc<dyn CompletionQueue>;
-    /// A queue pair; its statuses are those of `IND2Adapter::CreateQueuePair`.
+    /// A queue pair; its statuses are those of `IND2Adapter::CreateQueuePair`, in parameter
+    /// order: a completion queue or shared receive queue that is not one of this adapter's
+    /// (`_2`, `_3`, `_4`), then [`crate::limits::queue_pair`], which the provider calls before
+    /// it sizes anything.
     fn create_queue_pair(
         state: Arc<Self::Adapter>,
         config: &QueuePairConfig,
@@ -188,7 +191,8 @@ where
     }
 
     fn create_queue_pair(&self, config: QueuePairConfig) -> Result<Arc<dyn QueuePair>> {
-        crate::limits::queue_pair(&self.query(), &config)?;
+        // The provider recognises the queues (`_2` to `_4`) and then checks the limits
+        // (`_5` on): only it knows its queues.
         P::create_queue_pair(self.state.clone(), &config)
     }
 

@@ -145,6 +145,14 @@ impl CqCore {
         &self.driver
     }
 
+    /// Whether this CQ belongs to the adapter whose engine is `driver`. `CreateQueuePair`
+    /// refuses another adapter's CQ (`ND_INVALID_PARAMETER_2`/`_3`): its Notify requests are
+    /// completed by its own adapter's engine, which would never read the queue pair's
+    /// connection, so a wait on them could sleep forever.
+    pub fn belongs_to<D: ?Sized>(&self, driver: &Arc<D>) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.driver), Arc::as_ptr(driver))
+    }
+
     /// Register a queue pair whose I/O `get_results` drives.
     pub fn attach(&self, source: Weak<dyn ProgressSource>) {
         let mut s = self.sources.write().unwrap_or_else(|e| e.into_inner());

@@ -359,13 +359,18 @@ fn read_part(segs: &[Seg], part: u16) -> (Option<usize>, u64) {
 
 impl TcpQp {
     pub(crate) fn new(shared: Arc<Shared>, cfg: &QueuePairConfig) -> Result<Arc<Self>> {
-        let rcq = TcpCq::downcast(&cfg.receive_cq).ok_or(Error::invalid_parameter(2))?;
-        let icq = TcpCq::downcast(&cfg.initiator_cq).ok_or(Error::invalid_parameter(3))?;
+        let rcq =
+            TcpCq::downcast_on(&cfg.receive_cq, &shared).ok_or(Error::invalid_parameter(2))?;
+        let icq =
+            TcpCq::downcast_on(&cfg.initiator_cq, &shared).ok_or(Error::invalid_parameter(3))?;
         // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
         let srq = match &cfg.srq {
             Some(s) => Some(TcpSrq::downcast_on(s, &shared).ok_or(Error::invalid_parameter(4))?),
             None => None,
         };
+        // The queues' sizes next (`_5` on), in the order of their parameters, before any is
+        // sized from them.
+        netdirect_spi::limits::queue_pair(&shared.info, cfg)?;
         // With an SRQ, `rq` holds only the Receive taken for the message being received.
         let (rq_depth, rq_segs) = match &srq {
             Some(s) => (1, s.max_segs()),

@@ -31,8 +31,9 @@ pub trait ConnectorProvider: Transport + Sized {
     fn describe(incoming: &Self::Incoming) -> (SocketAddr, SocketAddr, Vec<u8>);
     /// The read limits a request offers: the peer's IRD as `inbound`, its ORD as `outbound`.
     fn offered(incoming: &Self::Incoming) -> ReadLimits;
-    /// `qp` as a queue pair of this provider; `None` for another provider's.
-    fn downcast_qp(qp: &Arc<dyn QueuePair>) -> Option<Arc<Self::Qp>>;
+    /// `qp` as a queue pair of `adapter`; `None` for another provider's or another adapter's
+    /// (its connection would be driven by that adapter's engine).
+    fn downcast_qp(qp: &Arc<dyn QueuePair>, adapter: &Arc<Self::Adapter>) -> Option<Arc<Self::Qp>>;
     /// `Bind` to a local address for the next Connect.
     fn bind(c: &Connector<Self>, addr: SocketAddr) -> Result<()>;
     /// `Connect` `qp` to `dest`, offering `limits` and `private_data`. The connector has
@@ -150,7 +151,7 @@ where
         // Validation first, with no state change, so the connector stays usable (D8).
         let info = P::info(&self.adapter);
         negotiate::check_private_data(private_data.len(), info.max_caller_data)?;
-        let qp = P::downcast_qp(qp).ok_or(Error::invalid_parameter(1))?;
+        let qp = P::downcast_qp(qp, &self.adapter).ok_or(Error::invalid_parameter(1))?;
         check_connect_target(dest, qp.is_idle())?;
         let g = self.lock();
         g.check_idle()?;
@@ -169,7 +170,7 @@ where
     ) -> Result<Overlapped> {
         let info = P::info(&self.adapter);
         negotiate::check_private_data(private_data.len(), info.max_callee_data)?;
-        let qp = P::downcast_qp(qp).ok_or(Error::invalid_parameter(1))?;
+        let qp = P::downcast_qp(qp, &self.adapter).ok_or(Error::invalid_parameter(1))?;
         let mut g = self.lock();
         let inc = g.incoming()?;
         if !qp.is_idle() {
