@@ -492,3 +492,38 @@ fn a_write_after_its_region_is_deregistered_is_refused() {
         Ok(())
     });
 }
+
+/// A Write the target has placed completes successfully at the initiator even when the
+/// target Flushes right after (Flush on a connected queue pair ends the connection): what the
+/// target owes for it (tcp's zero-length Read Response, shm's held ACK) goes out before the
+/// end, as on Disconnect. Only requests not done are ND_CANCELED.
+#[test]
+fn a_placed_write_succeeds_when_the_target_flushes() {
+    each("rdma-write-then-target-flush", |p, ip| {
+        let (_a, server, client, _listener) = default_pair(p, ip)?;
+        let flags = MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE;
+        let region = server.register_again(flags)?;
+        let (addr, token) = (server.addr(0), region.get_remote_token());
+        // SAFETY: nothing is posted on the client's first bytes.
+        unsafe { client.write(&[0..8], b"flushed!") };
+        client
+            .rdma_write(7, &[0..8], addr, token, OpFlags::empty())
+            .ctx("Write")?;
+        // Drive the target alone until the bytes are there (its CQ's poll drives its queue
+        // pair); the initiator is not polled, so its Write has not completed yet.
+        let mut none = [netdirect::NdResult::default(); 1];
+        let mut placed = false;
+        for _ in 0..10_000_000 {
+            server.rcq.get_results(&mut none);
+            // SAFETY: a racing placement of these 8 bytes only makes this read see old bytes.
+            if unsafe { server.read(&[0..8], 8) } == b"flushed!" {
+                placed = true;
+                break;
+            }
+        }
+        ensure!(placed, "the Write was never placed");
+        server.qp.flush().ctx("Flush")?;
+        let r = next_results(&client.scq, 1, "the placed Write")?;
+        done(RequestType::Write, Status::SUCCESS, 7, client.qp_context).check(&r[0], "Write")
+    });
+}

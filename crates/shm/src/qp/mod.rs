@@ -549,6 +549,9 @@ impl traits::QueuePair for ShmQp {
         if g.conn == Conn::Idle {
             self.flush_all(&mut g);
         } else {
+            // As Disconnect (and tcp's Flush, which sends what it owes before its FIN): the
+            // peer's Writes we placed complete successfully, so their held ACKs go first.
+            self.push_held_acks(&mut g);
             self.close(&mut g, Status::CANCELED);
         }
         Ok(())
