@@ -527,3 +527,27 @@ fn a_placed_write_succeeds_when_the_target_flushes() {
         done(RequestType::Write, Status::SUCCESS, 7, client.qp_context).check(&r[0], "Write")
     });
 }
+
+/// A window's token is not a local SGE token (ND2_SGE: the token comes from
+/// `IND2MemoryRegion::GetLocalToken`), even on the queue pair that bound it and for memory
+/// its Bind lets the peer write: a Send from it completes ND_ACCESS_VIOLATION, as for any
+/// token that names no region, and the connection ends.
+#[test]
+fn a_windows_token_is_not_a_local_token() {
+    each("rdma-window-token-local", |p, ip| {
+        let (a, server, client, _listener) = default_pair(p, ip)?;
+        let region = server.register_again(MrFlags::ALLOW_LOCAL_WRITE)?;
+        let w = a.create_memory_window().ctx("CreateMemoryWindow")?;
+        bind_first_page(&server, &region, &w, 1)?;
+        client.recv(1, &[0..64]).ctx("post Receive")?;
+        let mut sge = server.sges(&[0..8]);
+        // The remote token is the STag in network byte order; an SGE's token is in host order.
+        sge[0].memory_region_token = u32::from_be(w.get_remote_token());
+        // SAFETY: the SGE names the server's registered buffer (through the window's token).
+        unsafe { server.qp.send(2, &sge, OpFlags::empty()) }.ctx("Send")?;
+        let r = next_results(&server.scq, 1, "the Send")?;
+        Expect::send(Status::ACCESS_VIOLATION, 2, server.qp_context).check(&r[0], "the Send")?;
+        let r = next_results(&client.rcq, 1, "the peer's Receive")?;
+        Expect::recv(Status::CANCELED, 1, client.qp_context, None).check(&r[0], "the Receive")
+    });
+}

@@ -125,8 +125,13 @@ impl Registration {
 
     /// Check an access of `len` bytes at absolute address `addr`. A zero-length access only
     /// needs a valid token and the right (no bounds).
+    ///
+    /// A window's token serves remote access only: an SGE names its memory by
+    /// `IND2MemoryRegion::GetLocalToken` (ND2_SGE), so a local access through a window is
+    /// [`AccessError::InvalidToken`], whatever rights its Bind gave.
     pub fn check(&self, addr: u64, len: u64, access: Access) -> Result<(), AccessError> {
-        if !self.is_valid() {
+        let local = matches!(access, Access::LocalRead | Access::LocalWrite);
+        if !self.is_valid() || (local && self.kind == Kind::Window) {
             return Err(AccessError::InvalidToken);
         }
         check_range(
@@ -541,6 +546,25 @@ mod tests {
         });
         assert!(c.resolve(&t, w.token).is_some());
         assert!(!c.covers(&t, w.token, 0x8000, 1, Access::RemoteWrite));
+    }
+
+    /// A window's token is for the peer: an SGE naming it is refused for local access, even
+    /// where the Bind's rights would cover it; remote access goes by those rights.
+    #[test]
+    fn a_window_serves_remote_access_only() {
+        let t = Table::new();
+        let w = t.insert(NewRegistration {
+            kind: Kind::Window,
+            ..new(
+                0x8000,
+                0x10,
+                MrFlags::ALLOW_REMOTE_WRITE | MrFlags::ALLOW_LOCAL_WRITE,
+            )
+        });
+        assert_eq!(w.check(0x8000, 8, Access::RemoteWrite), Ok(()));
+        for access in [Access::LocalRead, Access::LocalWrite] {
+            assert_eq!(w.check(0x8000, 8, access), Err(AccessError::InvalidToken));
+        }
     }
 
     #[test]
