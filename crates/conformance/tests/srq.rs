@@ -169,6 +169,13 @@ fn delivery_and_local_rules(p: &Provider, fam: Family) -> Check {
         server.recv(7, &[0..8]),
         Status::INVALID_DEVICE_REQUEST,
         "Receive on a queue pair that takes its Receives from an SRQ",
+    )?;
+    // Whatever its SGEs: the queue pair has no receive queue to check them against.
+    let many = vec![0..8; 65];
+    expect_status(
+        server.recv(8, &many),
+        Status::INVALID_DEVICE_REQUEST,
+        "Receive of 65 SGEs on a queue pair that takes its Receives from an SRQ",
     )
 }
 

@@ -164,6 +164,13 @@ impl SrqCore {
         self.lock().wrs.len()
     }
 
+    /// Whether the queue holds as many Receives as it is deep (a Receive now would be
+    /// `ND_NO_MORE_ENTRIES`).
+    pub fn is_full(&self) -> bool {
+        let i = self.lock();
+        i.wrs.len() >= i.depth
+    }
+
     /// `Modify`: a new depth and/or threshold (0 leaves a value unchanged). A depth below the
     /// number posted gives `ND_BUFFER_OVERFLOW` and changes nothing.
     pub fn modify(&self, depth: u32, notify_threshold: u32) -> Result<()> {

@@ -1392,9 +1392,6 @@ impl traits::QueuePair for TcpQp {
     }
 
     unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
-        if sge.len() > 64 {
-            return fail(Status::DATA_OVERRUN);
-        }
         // SAFETY: forwarded contract.
         unsafe { self.post_receive(context, sge) }
     }

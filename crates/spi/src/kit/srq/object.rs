@@ -186,12 +186,19 @@ impl<P: SrqProvider> SharedReceiveQueue for Srq<P> {
     }
 
     /// `Receive`: `ND_DATA_OVERRUN` for more SGEs than `maxRequestSge`, `ND_NO_MORE_ENTRIES`
-    /// when the queue is full, `ND_ACCESS_VIOLATION` (synchronously: the Receive belongs to no
-    /// queue pair yet, so no CQ could report it) for an SGE outside a live registration
-    /// allowing local writes. On success, drives stalled queue pairs (module docs).
+    /// when the queue is full, `ND_BUFFER_OVERFLOW` for more than `MaxTransferLength` bytes,
+    /// in that order (a queue pair's Receive checks the same, in the same order:
+    /// `WrQueue::check_receive`), then `ND_ACCESS_VIOLATION` (synchronously: the Receive
+    /// belongs to no queue pair yet, so no CQ could report it) for an SGE outside a live
+    /// registration allowing local writes. On success, drives stalled queue pairs (module
+    /// docs).
     unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
         if sge.len() > self.core.max_segs() || sge.len() > MAX_SRQ_SGE {
             return fail(Status::DATA_OVERRUN);
+        }
+        // Checked again, under the queue's lock, when the Receive is queued.
+        if self.core.is_full() {
+            return fail(Status::NO_MORE_ENTRIES);
         }
         let total: u64 = sge.iter().map(|s| u64::from(s.buffer_length)).sum();
         if total > self.adapter.max_transfer_length() {
@@ -301,6 +308,9 @@ mod tests {
         fn max_registration_size(&self) -> usize {
             usize::MAX
         }
+        fn max_transfer_length(&self) -> u64 {
+            1 << 20
+        }
     }
 
     impl SrqProvider for Test {
@@ -369,6 +379,33 @@ mod tests {
                 .expect("two SGEs in the region");
         }
         assert_eq!(srq.core.posted(), 1);
+    }
+
+    /// The order of a queue pair's Receive checks: the SGE count, then room, then the length,
+    /// and only then the memory (which the queue pair reports as a completion).
+    #[test]
+    fn a_full_queue_is_reported_before_the_length_and_the_memory() {
+        let (_a, srq, token, buf) = setup(MrFlags::ALLOW_LOCAL_WRITE);
+        // SAFETY: nothing reads or writes `buf` while the Receives are queued.
+        unsafe {
+            for i in 0..4 {
+                srq.receive(i, &[sge(&buf, 0, 8, token)]).expect("room");
+            }
+            let huge = Sge {
+                buffer_length: u32::MAX,
+                ..sge(&buf, 0, 8, token)
+            };
+            for (what, s) in [
+                ("too long", [huge, huge]),
+                ("bad token", [sge(&buf, 0, 8, 0); 2]),
+            ] {
+                let r = srq.receive(9, &s).unwrap_err().status();
+                assert_eq!(r, Status::NO_MORE_ENTRIES, "{what}, queue full");
+            }
+            let three = [sge(&buf, 0, 8, token); 3];
+            let r = srq.receive(9, &three).unwrap_err().status();
+            assert_eq!(r, Status::DATA_OVERRUN, "too many SGEs comes first");
+        }
     }
 
     #[test]
