@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::sync::{Arc, Weak};
 
+use netdirect_spi::kit::affinity::notify_affinity;
 use netdirect_spi::kit::cq::CqCore;
 
 use crate::adapter::Shared;
@@ -36,21 +37,6 @@ impl TcpCq {
             .filter(|c| c.core.belongs_to(&adapter.engine))
             .and_then(|c| c.me.upgrade())
     }
-}
-
-/// `GetNotifyAffinity` of a CQ or SRQ. No interrupts: notifications are delivered on whichever
-/// CPU drives the I/O, so report every CPU of group 0, the actual affinity (the SPI prefers
-/// that to `ND_NOT_SUPPORTED`).
-pub(crate) fn notify_affinity() -> (u16, usize) {
-    let n = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(usize::BITS as usize);
-    let mask = if n == usize::BITS as usize {
-        usize::MAX
-    } else {
-        (1usize << n) - 1
-    };
-    (0, mask)
 }
 
 impl CompletionQueue for TcpCq {
