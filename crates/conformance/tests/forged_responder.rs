@@ -542,3 +542,56 @@ fn a_misbehaving_responder() {
         run(p, fam.ip())
     });
 }
+
+/// An acceptor that grants more Reads than the ND side's Connect offered (its MPA Reply's IRD
+/// and ORD at 64): the active side's GetReadLimits stays within the offer (nd-reference.md
+/// §2.10, "each already clamped by both ends' hardware"), swapped to its view (D25), as its
+/// queue pair is programmed.
+#[test]
+fn an_acceptor_cannot_widen_the_read_limits() {
+    harness::each_provider(Needs::IwarpWire, "forged-read-limits", |p, fam| {
+        let ip = fam.ip();
+        let adapter = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let side = Side::on(&adapter, SideConfig::default())?;
+        let l = TcpListener::bind((ip, 0)).ctx("bind the responder")?;
+        let dest = l.local_addr().ctx("local_addr")?;
+        std::thread::scope(|sc| {
+            let raw = sc.spawn(move || -> Check {
+                let (mut s, _) = l.accept().ctx("accept")?;
+                s.set_read_timeout(Some(WAIT)).ctx("set_read_timeout")?;
+                let mut r = Responder::new();
+                let req = read_mpa(&mut s, "MPA Request", |b| r.handle_request(b))?;
+                let offer = req.enhanced.map(|e| (e.ird, e.ord));
+                ensure_eq!(offer, Some((2, 1)), "the offer");
+                let cfg = AcceptConfig {
+                    crc: true,
+                    ird: 64,
+                    ord: 64,
+                    private_data: Vec::new(),
+                    probe: req.probe,
+                };
+                s.write_all(&accept(&req, &cfg).0).ctx("send MPA Reply")?;
+                // Held open until the ND side is done with it.
+                let _ = std::io::Read::read(&mut s, &mut [0u8; 64]);
+                Ok(())
+            });
+            let nd = (|| -> Check {
+                let cov = side.connect(SocketAddr::new(ip, 0), dest, 2, 1, &[])?;
+                wait_ok(&cov, "Connect")?;
+                let got = side.connector.get_read_limits().ctx("GetReadLimits")?;
+                ensure_eq!(
+                    (got.inbound, got.outbound),
+                    (2, 1),
+                    "GetReadLimits after an Accept granting 64 and 64"
+                );
+                Ok(())
+            })();
+            drop(side);
+            raw.join()
+                .unwrap_or_else(|_| Err(Failure("the responder panicked".into())))?;
+            nd
+        })
+    });
+}

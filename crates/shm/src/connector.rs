@@ -137,14 +137,12 @@ fn drive(this: &ShmConnector) {
             _,
         ) => {
             g.peer_private_data = private_data;
-            // Active GetReadLimits: the acceptor's values, swapped to our view, and never
-            // beyond what we offered (nd-reference §2.10: "each already clamped by both ends'
-            // hardware"; tcp programs its queue pair the same way). An acceptor cannot widen
-            // how many Reads it may have outstanding against us.
-            g.limits = ReadLimits {
-                inbound: ord.min(offered.inbound),
-                outbound: ird.min(offered.outbound),
+            // Active GetReadLimits: the acceptor's values, in our view, within our offer.
+            let peer = ReadLimits {
+                inbound: ird,
+                outbound: ord,
             };
+            g.limits = negotiate::active_view(offered, peer);
             g.state = State::Connected(Connected {
                 sock,
                 port,

@@ -39,6 +39,9 @@ pub(crate) struct Connecting {
     qp: Arc<TcpQp>,
     ov: OvCompleter,
     init: Initiator,
+    /// What our MPA Request offered (IRD as `inbound`, ORD as `outbound`): the acceptor's
+    /// limits are clamped to it.
+    offered: ReadLimits,
     request: Vec<u8>,
     sent: usize,
     reply: Vec<u8>,
@@ -192,6 +195,7 @@ fn drive(this: &TcpConnector) {
         qp,
         ov,
         mut init,
+        offered,
         reply,
         ..
     }) = std::mem::replace(&mut g.state, State::Idle)
@@ -208,11 +212,13 @@ fn drive(this: &TcpConnector) {
         Ok(()) => match init.handle_reply(&reply) {
             Ok(Some((InitiatorOutcome::Accepted(neg), used))) => {
                 g.peer_private_data = neg.private_data.clone();
-                // Active GetReadLimits: the acceptor's values, swapped to our view.
-                g.limits = ReadLimits {
-                    inbound: u32::from(neg.peer_ord),
-                    outbound: u32::from(neg.peer_ird),
+                // Active GetReadLimits: the acceptor's values, in our view, within our offer
+                // (as the queue pair is programmed: `establish_active`).
+                let peer = ReadLimits {
+                    inbound: u32::from(neg.peer_ird),
+                    outbound: u32::from(neg.peer_ord),
                 };
+                g.limits = negotiate::active_view(offered, peer);
                 g.peer = sockets::peer_of(&sock);
                 g.local = sockets::local_of(&sock);
                 let leftover = reply[used..].to_vec();
@@ -350,6 +356,10 @@ impl ConnectorProvider for Tcp {
             qp,
             ov: c,
             init,
+            offered: ReadLimits {
+                inbound: ird,
+                outbound: ord,
+            },
             request,
             sent: 0,
             reply: Vec::new(),

@@ -33,6 +33,18 @@ pub fn passive_view(info: &AdapterInfo, peer: ReadLimits) -> ReadLimits {
     }
 }
 
+/// The active side's `GetReadLimits` once the peer accepted with `peer` (its IRD as `inbound`,
+/// its ORD as `outbound`): seen from here, inbound is the peer's ORD and outbound its IRD
+/// (D25), each never beyond what our Connect `offered` (nd-reference.md §2.10: "each already
+/// clamped by both ends' hardware"): an acceptor cannot widen how many Reads it may have
+/// outstanding against us, and what it grants beyond our ORD we could not use.
+pub fn active_view(offered: ReadLimits, peer: ReadLimits) -> ReadLimits {
+    ReadLimits {
+        inbound: peer.outbound.min(offered.inbound),
+        outbound: peer.inbound.min(offered.outbound),
+    }
+}
+
 /// What Accept grants: the application's limits clamped to the adapter and to what the
 /// connecting peer offered — our IRD covers at most the peer's ORD, our ORD at most its IRD.
 pub fn accept(info: &AdapterInfo, asked: ReadLimits, peer: ReadLimits) -> ReadLimits {
@@ -93,6 +105,29 @@ mod tests {
                 outbound: 4
             }
         );
+    }
+
+    #[test]
+    fn the_active_view_is_swapped_and_never_beyond_the_offer() {
+        let offered = ReadLimits {
+            inbound: 4,
+            outbound: 0,
+        };
+        // An acceptor that grants more than it was offered (16383: MPA's largest value).
+        let peer = ReadLimits {
+            inbound: 64,
+            outbound: 16383,
+        };
+        assert_eq!(active_view(offered, peer), offered);
+        let peer = ReadLimits {
+            inbound: 0,
+            outbound: 2,
+        };
+        let want = ReadLimits {
+            inbound: 2,
+            outbound: 0,
+        };
+        assert_eq!(active_view(offered, peer), want);
     }
 
     #[test]
