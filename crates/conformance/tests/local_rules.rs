@@ -616,12 +616,32 @@ fn provider_objects_check_the_limits_themselves() {
             Status::INVALID_PARAMETER_5,
             "SPI CreateQueuePair beyond the maximum depth",
         )?;
-        if a.query().max_shared_receive_queue_depth > 0 {
+        // Resize and Modify of the SPI objects: a depth of 0 would make the next completion
+        // an overrun, which leaves the CQ unusable.
+        let max = a.query().max_completion_queue_depth;
+        for depth in [Some(0), max.checked_add(1)].into_iter().flatten() {
+            expect_status(
+                cq.as_spi().resize(depth),
+                Status::INVALID_PARAMETER,
+                &format!("SPI Resize to {depth}"),
+            )?;
+        }
+        cq.as_spi().resize(max).ctx("SPI Resize to the maximum")?;
+        let max_srq = a.query().max_shared_receive_queue_depth;
+        if max_srq > 0 {
             expect_status(
                 spi.create_shared_receive_queue(u32::MAX, 1, 0, 0, 0)
                     .map(|_| ()),
                 Status::INVALID_PARAMETER_3,
                 "SPI CreateSharedReceiveQueue beyond the maximum",
+            )?;
+            let srq = a
+                .create_shared_receive_queue(4, 1, 0, 0, 0)
+                .ctx("create SRQ")?;
+            expect_status(
+                srq.as_spi().modify(max_srq.saturating_add(1), 0),
+                Status::INVALID_PARAMETER,
+                "SPI Modify beyond the maximum",
             )?;
         }
         Ok(())

@@ -101,8 +101,12 @@ impl AdapterProvider for Shm {
         state.engine.progress();
     }
 
-    fn create_completion_queue(depth: u32, driver: Arc<dyn Driver>) -> Arc<dyn CompletionQueue> {
-        ShmCq::new(depth, driver)
+    fn create_completion_queue(
+        depth: u32,
+        max_depth: u32,
+        driver: Arc<dyn Driver>,
+    ) -> Arc<dyn CompletionQueue> {
+        ShmCq::new(depth, max_depth, driver)
     }
 
     fn create_queue_pair(

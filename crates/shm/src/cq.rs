@@ -42,10 +42,10 @@ pub(crate) struct ShmCq {
 }
 
 impl ShmCq {
-    pub(crate) fn new(depth: u32, driver: Arc<dyn Driver>) -> Arc<Self> {
+    pub(crate) fn new(depth: u32, max_depth: u32, driver: Arc<dyn Driver>) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
-            core: CqCore::new(depth, driver),
+            core: CqCore::new(depth, driver).with_max_depth(max_depth),
             fast: Default::default(),
             overflow: Mutex::new(Vec::new()),
             has_overflow: std::sync::atomic::AtomicBool::new(false),

@@ -89,8 +89,12 @@ impl AdapterProvider for Tcp {
         state.engine.progress();
     }
 
-    fn create_completion_queue(depth: u32, driver: Arc<dyn Driver>) -> Arc<dyn CompletionQueue> {
-        TcpCq::new(depth, driver)
+    fn create_completion_queue(
+        depth: u32,
+        max_depth: u32,
+        driver: Arc<dyn Driver>,
+    ) -> Arc<dyn CompletionQueue> {
+        TcpCq::new(depth, max_depth, driver)
     }
 
     fn create_queue_pair(

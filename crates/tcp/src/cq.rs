@@ -19,10 +19,10 @@ pub(crate) struct TcpCq {
 }
 
 impl TcpCq {
-    pub(crate) fn new(depth: u32, driver: Arc<dyn Driver>) -> Arc<Self> {
+    pub(crate) fn new(depth: u32, max_depth: u32, driver: Arc<dyn Driver>) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
-            core: CqCore::new(depth, driver),
+            core: CqCore::new(depth, driver).with_max_depth(max_depth),
         })
     }
 

@@ -33,6 +33,11 @@ pub trait AdapterState: Send + Sync + 'static {
     fn max_transfer_length(&self) -> u64 {
         u64::MAX
     }
+    /// `ND2_ADAPTER_INFO::MaxSharedReceiveQueueDepth`: `Modify` beyond it is
+    /// `ND_INVALID_PARAMETER`.
+    fn max_shared_receive_queue_depth(&self) -> u32 {
+        u32::MAX
+    }
 }
 
 /// What every object of one software adapter shares: the provider's engine `E` (which
@@ -76,6 +81,10 @@ impl<E: Driver + 'static, C: Send + Sync + 'static> AdapterState for Shared<E, C
     fn max_transfer_length(&self) -> u64 {
         u64::from(self.info.max_transfer_length)
     }
+
+    fn max_shared_receive_queue_depth(&self) -> u32 {
+        self.info.max_shared_receive_queue_depth
+    }
 }
 
 /// What a software provider plugs into the kit's [`Adapter`]: the constructors of the objects
@@ -88,8 +97,14 @@ pub trait AdapterProvider: SrqProvider {
     fn fd(state: &Self::Adapter) -> BorrowedFd<'_>;
     /// Advance the adapter's pending work on the calling thread.
     fn progress(state: &Self::Adapter);
-    /// A completion queue of `depth` entries whose requests `driver` completes.
-    fn create_completion_queue(depth: u32, driver: Arc<dyn Driver>) -> Arc<dyn CompletionQueue>;
+    /// A completion queue of `depth` entries whose requests `driver` completes, on an adapter
+    /// whose `MaxCompletionQueueDepth` is `max_depth` (which `Resize` may not exceed:
+    /// [`crate::kit::cq::CqCore::with_max_depth`]).
+    fn create_completion_queue(
+        depth: u32,
+        max_depth: u32,
+        driver: Arc<dyn Driver>,
+    ) -> Arc<dyn CompletionQueue>;
     /// A queue pair; its statuses are those of `IND2Adapter::CreateQueuePair`, in parameter
     /// order: a completion queue or shared receive queue that is not one of this adapter's
     /// (`_2`, `_3`, `_4`), then [`crate::limits::queue_pair`], which the provider calls before
@@ -161,8 +176,13 @@ where
         _group: u16,
         _affinity: usize,
     ) -> Result<Arc<dyn CompletionQueue>> {
-        crate::limits::completion_queue(&self.query(), depth)?;
-        Ok(P::create_completion_queue(depth, self.state.driver()))
+        let info = self.query();
+        crate::limits::completion_queue(&info, depth)?;
+        Ok(P::create_completion_queue(
+            depth,
+            info.max_completion_queue_depth,
+            self.state.driver(),
+        ))
     }
 
     fn create_memory_region(&self) -> Result<Arc<dyn MemoryRegion>> {

@@ -82,6 +82,8 @@ pub struct CqCore {
     triggered: AtomicBool,
     sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
     driver: Arc<dyn Driver>,
+    /// The adapter's `MaxCompletionQueueDepth`: `Resize` beyond it is refused.
+    max_depth: u32,
 }
 
 impl fmt::Debug for CqCore {
@@ -119,7 +121,16 @@ impl CqCore {
             triggered: AtomicBool::new(false),
             sources: RwLock::new(Vec::new()),
             driver,
+            max_depth: u32::MAX,
         }
+    }
+
+    /// The queue of an adapter whose `MaxCompletionQueueDepth` is `max`, which `Resize` may
+    /// not exceed.
+    #[must_use]
+    pub fn with_max_depth(mut self, max: u32) -> Self {
+        self.max_depth = max;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -337,9 +348,13 @@ impl CqCore {
         ov
     }
 
-    /// `Resize`: change the depth; `ND_BUFFER_OVERFLOW` (queue unchanged) if fewer than the queued
-    /// entries.
+    /// `Resize`: change the depth; `ND_INVALID_PARAMETER` for 0 or beyond the adapter's
+    /// maximum ([`CqCore::with_max_depth`]), `ND_BUFFER_OVERFLOW` (queue unchanged) if fewer
+    /// than the queued entries.
     pub fn resize(&self, depth: u32) -> Result<()> {
+        if depth == 0 || depth > self.max_depth {
+            return Err(Error::new(Status::INVALID_PARAMETER));
+        }
         let mut i = self.lock();
         if (depth as usize) < i.entries.len() {
             return Err(Error::new(Status::BUFFER_OVERFLOW));
@@ -561,11 +576,16 @@ mod tests {
 
     #[test]
     fn overrun_and_resize() {
-        let cq = CqCore::new(1, Arc::new(NullDriver));
+        let cq = CqCore::new(2, Arc::new(NullDriver)).with_max_depth(4);
         cq.push(r(Status::SUCCESS), PushKind::default());
-        assert_eq!(cq.resize(0).unwrap_err().status(), Status::BUFFER_OVERFLOW);
         cq.push(r(Status::SUCCESS), PushKind::default());
-        assert_eq!(cq.len(), 2, "nothing is lost");
+        assert_eq!(cq.resize(1).unwrap_err().status(), Status::BUFFER_OVERFLOW);
+        for beyond in [0, 5] {
+            let e = cq.resize(beyond).unwrap_err().status();
+            assert_eq!(e, Status::INVALID_PARAMETER, "depth {beyond}");
+        }
+        cq.push(r(Status::SUCCESS), PushKind::default());
+        assert_eq!(cq.len(), 3, "nothing is lost");
         assert_eq!(
             cq.notify(NotifyType::Any).try_result(),
             Some(Err(Error::new(Status::BUFFER_OVERFLOW)))

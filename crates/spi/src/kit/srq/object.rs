@@ -228,8 +228,12 @@ impl<P: SrqProvider> SharedReceiveQueue for Srq<P> {
         Ok(())
     }
 
-    /// `Modify`: see [`SrqCore::modify`].
+    /// `Modify`: `ND_INVALID_PARAMETER` beyond the adapter's `MaxSharedReceiveQueueDepth`
+    /// (checked here too, for callers of the SPI object); otherwise see [`SrqCore::modify`].
     fn modify(&self, depth: u32, notify_threshold: u32) -> Result<()> {
+        if depth > self.adapter.max_shared_receive_queue_depth() {
+            return fail(Status::INVALID_PARAMETER);
+        }
         self.core.modify(depth, notify_threshold)
     }
 
