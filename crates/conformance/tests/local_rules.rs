@@ -1256,3 +1256,34 @@ fn unspecified_like(ip: IpAddr) -> IpAddr {
         IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
     }
 }
+
+/// While a Connect is under way, GetLocalAddress reports the address and port the connection
+/// goes out from, whether the connector was never bound or bound to the wildcard address
+/// (IND2Connector::GetLocalAddress: "the local IP and port"), not the wildcard address.
+#[test]
+fn a_connecting_connector_reports_its_real_local_address() {
+    each("connecting-local-address", |p, ip| {
+        let a = open(p, ip)?;
+        let (_listener, laddr) =
+            netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        for bind in [None, Some(SocketAddr::new(unspecified_like(ip), 0))] {
+            let client = Side::on(&a, SideConfig::default())?;
+            if let Some(b) = bind {
+                client.connector.bind(b).ctx("Bind")?;
+            }
+            let _cov = client
+                .connector
+                .connect(&client.qp, laddr, 0, 0, &[])
+                .ctx("Connect")?;
+            let local = client
+                .connector
+                .get_local_address()
+                .ctx("GetLocalAddress while connecting")?;
+            ensure!(
+                local.ip() == ip && local.port() != 0,
+                "bound to {bind:?}: GetLocalAddress while connecting gave {local}"
+            );
+        }
+        Ok(())
+    });
+}

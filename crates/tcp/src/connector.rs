@@ -342,6 +342,11 @@ impl ConnectorProvider for Tcp {
                 return Ok(ov);
             }
         }
+        // The kernel chose the source address (and, unbound, the port) at `connect`: that is
+        // GetLocalAddress from now on, not the wildcard address bound before (as shm reports).
+        if let Some(local) = sockets::local_of(&sock) {
+            g.local = Some(local);
+        }
         let src: Weak<dyn Source> = this.me().clone();
         let reg = this
             .adapter()
