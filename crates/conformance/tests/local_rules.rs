@@ -751,17 +751,30 @@ fn a_port_belongs_to_an_address() {
         if ip.is_ipv6() {
             // ::1 is the only IPv6 loopback address: the wildcard clash, and the families'
             // ports kept apart (IPV6_V6ONLY: an IPv4 listener may have the same number).
-            let (_l, addr) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
-            let wild = a.create_listener().ctx("create listener")?;
-            let any6 = SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), addr.port());
-            expect_status(
-                wild.bind(any6),
-                Status::SHARING_VIOLATION,
-                "Bind [::] at the port [::1]'s listener has",
-            )?;
-            let v4 = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port());
-            netdirect_conformance::side::listen(&a, v4, 4)?;
-            return Ok(());
+            // The IPv4 port of the same number may be held by anything else on the host (a
+            // connection of another test, one in TIME_WAIT): a refusal is retried on a fresh
+            // port, and only one that repeats on every port fails.
+            let mut refused = Vec::new();
+            for _ in 0..8 {
+                let (_l, addr) =
+                    netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+                let wild = a.create_listener().ctx("create listener")?;
+                let any6 = SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), addr.port());
+                expect_status(
+                    wild.bind(any6),
+                    Status::SHARING_VIOLATION,
+                    "Bind [::] at the port [::1]'s listener has",
+                )?;
+                let v4 = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port());
+                match netdirect_conformance::side::listen(&a, v4, 4) {
+                    Ok(_) => return Ok(()),
+                    Err(e) => refused.push(e.to_string()),
+                }
+            }
+            return Err(netdirect_conformance::Failure(format!(
+                "IPv4 listeners at the ports of [::1]'s: {}",
+                refused.join("; ")
+            )));
         }
         let at = |last: u8, port: u16| {
             SocketAddr::new(std::net::Ipv4Addr::new(127, 0, 0, last).into(), port)

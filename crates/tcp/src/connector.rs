@@ -39,9 +39,6 @@ pub(crate) struct Connecting {
     qp: Arc<TcpQp>,
     ov: OvCompleter,
     init: Initiator,
-    /// What our MPA Request offered (IRD as `inbound`, ORD as `outbound`): the acceptor's
-    /// limits are clamped to it.
-    offered: ReadLimits,
     request: Vec<u8>,
     sent: usize,
     reply: Vec<u8>,
@@ -195,7 +192,6 @@ fn drive(this: &TcpConnector) {
         qp,
         ov,
         mut init,
-        offered,
         reply,
         ..
     }) = std::mem::replace(&mut g.state, State::Idle)
@@ -217,6 +213,11 @@ fn drive(this: &TcpConnector) {
                 let peer = ReadLimits {
                     inbound: u32::from(neg.peer_ird),
                     outbound: u32::from(neg.peer_ord),
+                };
+                // What our MPA Request offered: the Initiator keeps it.
+                let offered = ReadLimits {
+                    inbound: u32::from(init.ird()),
+                    outbound: u32::from(init.ord()),
                 };
                 g.limits = negotiate::active_view(offered, peer);
                 g.peer = sockets::peer_of(&sock);
@@ -361,10 +362,6 @@ impl ConnectorProvider for Tcp {
             qp,
             ov: c,
             init,
-            offered: ReadLimits {
-                inbound: ird,
-                outbound: ord,
-            },
             request,
             sent: 0,
             reply: Vec::new(),

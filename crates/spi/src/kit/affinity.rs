@@ -31,7 +31,7 @@ pub fn notify_affinity() -> (u16, usize) {
 #[cfg(test)]
 mod tests {
     /// The mask is the calling thread's CPU set, read back independently through
-    /// `/proc/self/status` (`Cpus_allowed_list`).
+    /// `/proc/thread-self/status` (`Cpus_allowed_list`).
     #[test]
     fn the_mask_is_the_threads_cpu_set() {
         let status = std::fs::read_to_string("/proc/thread-self/status").expect("status");

@@ -138,10 +138,9 @@ impl<T: Transport> ListenerState<T> {
         inc: Option<T::Incoming>,
     ) -> Option<T::Incoming> {
         self.handshakes.retain(|h| !Arc::ptr_eq(h, hs));
-        let inc = inc?;
+        let mut inc = inc?;
         // A request withdrawn on its own (`Overlapped::cancel`, which does not take our lock)
         // is claimed first, so it is either cancelled or handed the connection, never both.
-        let mut inc = inc;
         while let Some((conn, ov)) = self.waiting.pop_front() {
             if ov.claim() {
                 match conn.set_incoming(inc) {

@@ -116,12 +116,16 @@ impl SrqCore {
     }
 
     /// `Receive`: queue a Receive of `total` bytes in `segs`. `ND_DATA_OVERRUN` for too many
-    /// segments, `ND_NO_MORE_ENTRIES` when the queue is full.
+    /// segments, then `ND_NO_MORE_ENTRIES` when the queue is full, then `checked`, the
+    /// caller's verdict on the length and the memory (made without this queue's lock): a
+    /// queue pair's Receive reports its errors in that order (`WrQueue::check_receive`), and
+    /// one lock serves all of them.
     pub fn post(
         &self,
         context: u64,
         total: u64,
         segs: impl ExactSizeIterator<Item = Seg>,
+        checked: Result<()>,
     ) -> Result<()> {
         let mut i = self.lock();
         if segs.len() > i.per {
@@ -130,6 +134,7 @@ impl SrqCore {
         if i.wrs.len() >= i.depth {
             return Err(Error::new(Status::NO_MORE_ENTRIES));
         }
+        checked?;
         let base = i.slot(i.wrs.len()) * i.per;
         let n = segs.len();
         for (dst, s) in i.segs[base..base + n].iter_mut().zip(segs) {
@@ -162,13 +167,6 @@ impl SrqCore {
     /// Receives currently posted.
     pub fn posted(&self) -> usize {
         self.lock().wrs.len()
-    }
-
-    /// Whether the queue holds as many Receives as it is deep (a Receive now would be
-    /// `ND_NO_MORE_ENTRIES`).
-    pub fn is_full(&self) -> bool {
-        let i = self.lock();
-        i.wrs.len() >= i.depth
     }
 
     /// `Modify`: a new depth and/or threshold (0 leaves a value unchanged). A depth below the
@@ -247,16 +245,19 @@ mod tests {
     #[test]
     fn fifo_depth_and_sge_limits() {
         let q = SrqCore::new(2, 2, 0, Arc::new(NullDriver));
-        q.post(1, 8, [seg(10)].into_iter()).expect("post");
+        q.post(1, 8, [seg(10)].into_iter(), Ok(())).expect("post");
         assert_eq!(
-            q.post(9, 24, [seg(1), seg(2), seg(3)].into_iter())
+            q.post(9, 24, [seg(1), seg(2), seg(3)].into_iter(), Ok(()))
                 .unwrap_err()
                 .status(),
             Status::DATA_OVERRUN
         );
-        q.post(2, 16, [seg(20), seg(21)].into_iter()).expect("post");
+        q.post(2, 16, [seg(20), seg(21)].into_iter(), Ok(()))
+            .expect("post");
         assert_eq!(
-            q.post(3, 8, [seg(30)].into_iter()).unwrap_err().status(),
+            q.post(3, 8, [seg(30)].into_iter(), Ok(()))
+                .unwrap_err()
+                .status(),
             Status::NO_MORE_ENTRIES
         );
         let mut dst = vec![Seg::default(); 2];
@@ -269,7 +270,7 @@ mod tests {
             })
         );
         assert_eq!(dst[0].addr, 10);
-        q.post(3, 8, [seg(30)].into_iter())
+        q.post(3, 8, [seg(30)].into_iter(), Ok(()))
             .expect("room again, slot reused");
         assert_eq!(
             q.take_into(&mut dst),
@@ -288,7 +289,7 @@ mod tests {
     fn notify_fires_below_threshold() {
         let q = SrqCore::new(8, 1, 2, Arc::new(NullDriver));
         for c in 0..3 {
-            q.post(c, 8, [seg(c)].into_iter()).expect("post");
+            q.post(c, 8, [seg(c)].into_iter(), Ok(())).expect("post");
         }
         let a = q.notify();
         let b = q.notify();
@@ -308,7 +309,8 @@ mod tests {
         let q = SrqCore::new(4, 1, 0, Arc::new(NullDriver));
         let mut dst = vec![Seg::default(); 1];
         for c in 0..4 {
-            q.post(c, 8, [seg(100 + c)].into_iter()).expect("post");
+            q.post(c, 8, [seg(100 + c)].into_iter(), Ok(()))
+                .expect("post");
         }
         q.take_into(&mut dst);
         assert_eq!(
@@ -317,7 +319,7 @@ mod tests {
         );
         q.modify(8, 0).expect("grow");
         for c in 4..9 {
-            q.post(c, 8, [seg(100 + c)].into_iter())
+            q.post(c, 8, [seg(100 + c)].into_iter(), Ok(()))
                 .expect("post after grow");
         }
         for c in 1..9 {

@@ -133,6 +133,27 @@ impl<P: SrqProvider> Srq<P> {
         None
     }
 
+    /// Resolve each SGE into `segs` (one per SGE, holding its registration):
+    /// `ND_ACCESS_VIOLATION` for one outside a live registration allowing local writes.
+    fn resolve(&self, sge: &[Sge], segs: &mut [Seg]) -> Result<()> {
+        let mrs = self.adapter.registrations();
+        for (dst, s) in segs.iter_mut().zip(sge) {
+            let (addr, len) = (s.buffer as usize as u64, u64::from(s.buffer_length));
+            let Some(reg) = mrs
+                .lookup(s.memory_region_token)
+                .filter(|r| r.check(addr, len, Access::LocalWrite).is_ok())
+            else {
+                return fail(Status::ACCESS_VIOLATION);
+            };
+            *dst = Seg {
+                addr,
+                len: s.buffer_length,
+                reg: Some(reg),
+            };
+        }
+        Ok(())
+    }
+
     /// Move the oldest Receive into `rq`, the one-deep receive queue of a queue pair created
     /// with this queue, through `scratch` (at least [`Srq::max_segs`] long) to receive a
     /// message into; when there is none, wait on the stalled list as
@@ -193,37 +214,22 @@ impl<P: SrqProvider> SharedReceiveQueue for Srq<P> {
     /// registration allowing local writes. On success, drives stalled queue pairs (module
     /// docs).
     unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
-        if sge.len() > self.core.max_segs() || sge.len() > MAX_SRQ_SGE {
+        if sge.len() > MAX_SRQ_SGE {
             return fail(Status::DATA_OVERRUN);
         }
-        // Checked again, under the queue's lock, when the Receive is queued.
-        if self.core.is_full() {
-            return fail(Status::NO_MORE_ENTRIES);
-        }
         let total: u64 = sge.iter().map(|s| u64::from(s.buffer_length)).sum();
-        if total > self.adapter.max_transfer_length() {
-            // "The request referenced more data than is supported" (IND2SharedReceiveQueue).
-            return fail(Status::BUFFER_OVERFLOW);
-        }
-        let mrs = self.adapter.registrations();
         let mut segs = [const { Seg::EMPTY }; MAX_SRQ_SGE];
-        for (dst, s) in segs.iter_mut().zip(sge) {
-            let (addr, len) = (s.buffer as usize as u64, u64::from(s.buffer_length));
-            let Some(reg) = mrs
-                .lookup(s.memory_region_token)
-                .filter(|r| r.check(addr, len, Access::LocalWrite).is_ok())
-            else {
-                return fail(Status::ACCESS_VIOLATION);
-            };
-            *dst = Seg {
-                addr,
-                len: s.buffer_length,
-                reg: Some(reg),
-            };
-        }
+        // The length and the memory are judged here, without the queue's lock; `post`
+        // reports the verdict after the SGE count and the room, in a queue pair's order.
+        let checked = if total > self.adapter.max_transfer_length() {
+            // "The request referenced more data than is supported" (IND2SharedReceiveQueue).
+            fail(Status::BUFFER_OVERFLOW)
+        } else {
+            self.resolve(sge, &mut segs)
+        };
         let segs = &mut segs[..sge.len()];
         self.core
-            .post(context, total, segs.iter_mut().map(std::mem::take))?;
+            .post(context, total, segs.iter_mut().map(std::mem::take), checked)?;
         self.wake_stalled();
         Ok(())
     }
