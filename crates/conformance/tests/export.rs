@@ -101,6 +101,59 @@ fn waiting_message(p: &Provider, ip: IpAddr) -> Check {
     Expect::recv(Status::SUCCESS, 7, server.qp_context, Some(16)).check(&r[0], "the Receive")
 }
 
+/// A message that arrives after a poll read the one before it, while the readiness that one
+/// raised is still unreported: an event loop (poll the descriptor, then `progress`) must get
+/// to it. On `tcp` the first message's edge-triggered event is still queued when the second
+/// arrives, so the second raises none of its own: the `progress` that reports the old event
+/// has to read the socket, whatever the last read left it believing.
+fn after_a_poll_read(p: &Provider, ip: IpAddr) -> Check {
+    let (a, server, client, _listener) = default_pair(p, ip)?;
+    let _ = a.fd();
+    a.progress();
+    server.recv(1, &[0..64]).ctx("Receive 1")?;
+    server.recv(2, &[64..128]).ctx("Receive 2")?;
+    let deadline = std::time::Instant::now() + WAIT;
+    let mut r = [netdirect::NdResult::EMPTY];
+    // Polling drives one queue pair's I/O only; the adapter's event queue stays untouched.
+    let mut poll_for =
+        |cq: &netdirect::CompletionQueue, what: &str| -> Check<netdirect::NdResult> {
+            loop {
+                if cq.get_results(&mut r) == 1 {
+                    return Ok(r[0]);
+                }
+                ensure!(
+                    std::time::Instant::now() < deadline,
+                    "{what}: never completed"
+                );
+            }
+        };
+    client.send(11, &[0..16], OpFlags::empty()).ctx("Send 1")?;
+    let c = poll_for(&client.scq, "Send 1")?;
+    Expect::send(Status::SUCCESS, 11, client.qp_context).check(&c, "Send 1")?;
+    let c = poll_for(&server.rcq, "Receive 1")?;
+    Expect::recv(Status::SUCCESS, 1, server.qp_context, Some(16)).check(&c, "Receive 1")?;
+    client.send(12, &[0..16], OpFlags::empty()).ctx("Send 2")?;
+    let c = poll_for(&client.scq, "Send 2")?;
+    Expect::send(Status::SUCCESS, 12, client.qp_context).check(&c, "Send 2")?;
+    // The event loop: the Receive's Notify ends it.
+    let ov = server
+        .rcq
+        .notify(netdirect::NotifyType::Any)
+        .ctx("Notify")?;
+    while !ov.is_complete() {
+        export_and_serve(&a, "the second message")?;
+    }
+    let c = poll_for(&server.rcq, "Receive 2")?;
+    Expect::recv(Status::SUCCESS, 2, server.qp_context, Some(16)).check(&c, "Receive 2")
+}
+
+#[test]
+fn a_message_behind_one_a_poll_read_reaches_an_event_loop() {
+    harness::each_provider(Needs::TwoSided, "export-after-poll", |p, fam| {
+        after_a_poll_read(p, fam.ip())
+    });
+}
+
 #[test]
 fn a_held_answer_makes_the_exported_descriptor_readable() {
     harness::each_provider(Needs::OneSided, "export-held-answer", |p, fam| {

@@ -35,9 +35,8 @@ use std::time::Duration;
 
 use netdirect_spi::kit::overlapped::Driver;
 use netdirect_spi::kit::timers::Timers;
-use netdirect_spi::kit::waiters::Waiters;
+use netdirect_spi::kit::waiters::{Waiters, WakeFd};
 use rustix::event::epoll::{self, EventData, EventFlags};
-use rustix::event::{eventfd, EventfdFlags};
 use slab::Slab;
 
 use crate::link::Link;
@@ -58,7 +57,7 @@ const TIMER_TOKEN: u64 = u64::MAX;
 /// One per adapter.
 pub(crate) struct Engine {
     epfd: OwnedFd,
-    wake: OwnedFd,
+    wake: WakeFd,
     sources: Mutex<Slab<Weak<dyn Source>>>,
     links: Mutex<Slab<Weak<Link>>>,
     /// The blocked threads: at most one leader asleep in `epoll_wait` (woken by the eventfd or
@@ -127,7 +126,7 @@ thread_local! {
 impl Engine {
     pub(crate) fn new() -> std::io::Result<Arc<Self>> {
         let epfd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        let wake = WakeFd::new()?;
         epoll::add(&epfd, &wake, EventData::new_u64(WAKE_TOKEN), EventFlags::IN)?;
         let timers = Timers::in_epoll(&epfd, TIMER_TOKEN)?;
         Ok(Arc::new(Self {
@@ -276,8 +275,8 @@ impl Engine {
         for ev in ready.iter() {
             let token = ev.data.u64();
             if token == WAKE_TOKEN {
-                let mut buf = [0u8; 8];
-                let _ = rustix::io::read(&self.wake, &mut buf);
+                // Not necessarily the leader's dispatch: `WakeFd::drain`.
+                self.wake.drain(&self.waiters);
                 continue;
             }
             if token == TIMER_TOKEN {
@@ -295,9 +294,10 @@ impl Engine {
     }
 
     /// Make the epoll set readable: the leader's `epoll_wait` (and an external event loop)
-    /// returns. The count is drained by the next dispatch (`Engine::poll`).
+    /// returns. The count is reset by the next dispatch (`Engine::poll`), which passes it on
+    /// if it was not the leader's (`WakeFd::drain`).
     fn wake_leader(&self) {
-        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
+        self.wake.wake();
     }
 
     /// The leader's turn: arm every connection and sleep unless one has work already, then

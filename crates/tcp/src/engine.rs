@@ -34,9 +34,9 @@ use std::time::{Duration, Instant};
 use crate::wake::{Sleeper, Woke};
 use netdirect_spi::kit::overlapped::Driver;
 use netdirect_spi::kit::timers::Timers;
-use netdirect_spi::kit::waiters::Waiters;
+use netdirect_spi::kit::waiters::{Waiters, WakeFd};
 use rustix::event::epoll::{self, EventData, EventFlags};
-use rustix::event::{eventfd, EventfdFlags, PollFd, PollFlags};
+use rustix::event::{PollFd, PollFlags};
 use slab::Slab;
 use socket2::Socket;
 
@@ -98,7 +98,7 @@ struct StreamEntry {
 /// One epoll set per adapter.
 pub(crate) struct Engine {
     epfd: OwnedFd,
-    wake: OwnedFd,
+    wake: WakeFd,
     sources: Mutex<Slab<Weak<dyn Source>>>,
     streams: Mutex<Slab<StreamEntry>>,
     /// The leader's reusable scratch space (only the leader locks it).
@@ -181,7 +181,7 @@ impl<S: AsFd> Drop for Registered<S> {
 impl Engine {
     pub(crate) fn new() -> std::io::Result<Arc<Self>> {
         let epfd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        let wake = WakeFd::new()?;
         epoll::add(&epfd, &wake, EventData::new_u64(WAKE_TOKEN), EventFlags::IN)?;
         let timers = Timers::in_epoll(&epfd, TIMER_TOKEN)?;
         Ok(Arc::new(Self {
@@ -299,8 +299,8 @@ impl Engine {
             let token = ev.data.u64();
             let flags = ev.flags;
             if token == WAKE_TOKEN {
-                let mut buf = [0u8; 8];
-                let _ = rustix::io::read(&self.wake, &mut buf);
+                // Not necessarily the leader's dispatch: `WakeFd::drain`.
+                self.wake.drain(&self.waiters);
                 continue;
             }
             if token == TIMER_TOKEN {
@@ -556,9 +556,10 @@ impl Engine {
     }
 
     /// Make the epoll set readable: the leader's `poll` (and an external event loop) returns.
-    /// The count is drained by the next dispatch (`Engine::poll`).
+    /// The count is reset by the next dispatch (`Engine::poll`), which passes it on if it was
+    /// not the leader's (`WakeFd::drain`).
     fn wake_leader(&self) {
-        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
+        self.wake.wake();
         // Or the leader sleeps in `recv`, where only a signal reaches it.
         self.sleeper.wake();
     }

@@ -28,6 +28,7 @@
 //! [`Driver::wait_for`]: crate::kit::overlapped::Driver::wait_for
 
 use std::cell::Cell;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -226,11 +227,106 @@ impl Drop for Leadership<'_> {
     }
 }
 
+/// The eventfd that wakes a provider's leader out of `poll(2)`/`epoll_wait` (and makes an
+/// exported adapter descriptor readable): written by [`WakeFd::wake`], reset by
+/// [`WakeFd::drain`] when a dispatch finds it readable.
+#[derive(Debug)]
+pub struct WakeFd(OwnedFd);
+
+impl WakeFd {
+    /// A new eventfd, non-blocking and close-on-exec, not readable.
+    pub fn new() -> std::io::Result<Self> {
+        use rustix::event::{eventfd, EventfdFlags};
+        Ok(Self(eventfd(
+            0,
+            EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK,
+        )?))
+    }
+
+    /// Make it readable: a leader asleep on it (directly or through an epoll set) returns.
+    pub fn wake(&self) {
+        let _ = rustix::io::write(&self.0, &1u64.to_ne_bytes());
+    }
+
+    /// Reset it after a dispatch on this thread found it readable.
+    ///
+    /// Any thread that drives the engine may be the one that finds it readable, not only the
+    /// leader it was written for: an application's `Adapter::progress` on another thread, or
+    /// its event loop on the exported descriptor, runs the same dispatch. Had that thread's
+    /// read consumed a wake-up meant for a leader asleep in `poll`/`epoll_wait`, the leader,
+    /// roused by the write, would find the eventfd empty again and go back to sleep with its
+    /// request complete: a lost wake-up (it showed as a ping-pong stuck with both requests
+    /// done, one thread driving the adapter while the other slept). So a thread that is not
+    /// the leader passes the wake-up on if a leader sleeps. Reading first and asking after
+    /// leaves no gap: a wake-up written after the read is still there, and a leader that took
+    /// its role after the question checked its condition after the write it did not see.
+    pub fn drain(&self, waiters: &Waiters) {
+        let mut buf = [0u8; 8];
+        if rustix::io::read(&self.0, &mut buf).is_ok() && waiters.other_leader() {
+            self.wake();
+        }
+    }
+
+    /// Whether it is readable (for tests and diagnostics; does not reset it).
+    pub fn is_readable(&self) -> bool {
+        use rustix::event::{poll, PollFd, PollFlags};
+        let mut fds = [PollFd::new(&self.0, PollFlags::IN)];
+        let zero = rustix::time::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
+    }
+}
+
+impl AsFd for WakeFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
+    use std::sync::{Arc, Barrier};
+
+    /// A thread that is not the leader and drains the wake eventfd (its own progress pass
+    /// dispatched it) passes the wake-up on while another thread leads: the leader's sleep
+    /// must still end. Without a leader, or on the leader itself, the drain resets it.
+    #[test]
+    fn a_drain_off_the_leader_passes_the_wake_up_on() {
+        let w = Arc::new(Waiters::new());
+        let fd = Arc::new(WakeFd::new().expect("eventfd"));
+        fd.wake();
+        fd.drain(&w);
+        assert!(!fd.is_readable(), "nobody leads: reset");
+
+        let (led, release) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+        let leader = {
+            let (w, fd, led, release) = (w.clone(), fd.clone(), led.clone(), release.clone());
+            std::thread::spawn(move || {
+                let me = w.enter();
+                let lead = me.take_role(&|| false, None).expect("leads");
+                led.wait();
+                release.wait();
+                // The leader's own drain resets it.
+                fd.drain(&w);
+                let readable = fd.is_readable();
+                drop(lead);
+                readable
+            })
+        };
+        led.wait();
+        fd.wake();
+        fd.drain(&w);
+        assert!(
+            fd.is_readable(),
+            "the leader's wake-up survives another thread's drain"
+        );
+        release.wait();
+        assert!(!leader.join().unwrap(), "the leader's drain resets it");
+    }
 
     #[test]
     fn notify_without_waiters_wakes_nobody() {
