@@ -692,7 +692,9 @@ fn dead_port(a: &netdirect::Adapter, ip: IpAddr) -> Check<SocketAddr> {
 
 /// A refused Connect leaves the connector usable (IND2Connector::Connect: "The connection
 /// attempt may be retried"): never bound, it has no local address afterwards
-/// (ND_CONNECTION_INVALID, "neither connected nor connecting"); bound, it may Connect again.
+/// (ND_CONNECTION_INVALID, "neither connected nor connecting"); bound, it may Connect again,
+/// and stays bound ("a failed connect leaves the QP unchanged", and ndmpic binds once, then
+/// retries Connect on refusal): the retry goes out from the port it bound.
 #[test]
 fn a_refused_connect_leaves_the_connector_as_it_was() {
     each("connector-after-refusal", |p, ip| {
@@ -707,12 +709,35 @@ fn a_refused_connect_leaves_the_connector_as_it_was() {
             Status::CONNECTION_INVALID,
             "GetLocalAddress of a never-bound connector after a refusal",
         )?;
-        // Bound first: a retry on the same connector is refused again, not ND_CONNECTION_ACTIVE.
-        c.bind(SocketAddr::new(ip, 0)).ctx("Connector::bind")?;
+        // Bound first, to a port known here (one a released listener held, so no connection
+        // of the past lingers on it): a retry on the same connector is refused again, not
+        // ND_CONNECTION_ACTIVE.
+        let mut tries = 0;
+        let src = loop {
+            let src = SocketAddr::new(ip, dead_port(&a, ip)?.port());
+            match c.bind(src) {
+                Ok(()) => break src,
+                // Something else on the host has that port in the connectors' space.
+                Err(e) if e.status() == Status::SHARING_VIOLATION && tries < 8 => tries += 1,
+                Err(e) => return Err(e).ctx("Connector::bind"),
+            }
+        };
         let ov = c.connect(&side.qp, dead, 0, 0, &[]).ctx("Connect")?;
         wait_status(&ov, Status::CONNECTION_REFUSED, "bound Connect to nobody")?;
         let ov = c.connect(&side.qp, dead, 0, 0, &[]).ctx("Connect again")?;
-        wait_status(&ov, Status::CONNECTION_REFUSED, "the retry")
+        wait_status(&ov, Status::CONNECTION_REFUSED, "the retry")?;
+        // Still bound after two refusals: a Connect to a listener goes out from `src`.
+        let (_l, live) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 1)?;
+        let _ov = c
+            .connect(&side.qp, live, 0, 0, &[])
+            .ctx("Connect to a listener")?;
+        ensure_eq!(
+            c.get_local_address()
+                .ctx("GetLocalAddress while connecting")?,
+            src,
+            "the address a Connect after two refusals goes out from (the connector was bound)"
+        );
+        Ok(())
     });
 }
 

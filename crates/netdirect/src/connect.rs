@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use netdirect_spi::traits;
 
-use crate::{AdapterInfo, Error, Overlapped, QueuePair, ReadLimits, Result, Status};
+use crate::{AdapterInfo, Error, Overlapped, QueuePair, ReadLimits, Result};
 
 /// A connector (`IND2Connector`).
 #[derive(Clone)]
@@ -104,14 +104,15 @@ impl Connector {
 
     /// `GetPrivateData`: copy the peer's private data into `buf` and return its full length.
     /// If `buf` is too short, the prefix that fits is copied and the result is `Err` with
-    /// `ND_BUFFER_OVERFLOW`; [`Connector::private_data`] returns all of it (ND's sizing probe
-    /// `GetPrivateData(NULL, &len)` is `private_data()?.len()`).
+    /// `ND_BUFFER_OVERFLOW`, whose [`Error::required_size`] is the full length (ND's sizing
+    /// probe `GetPrivateData(NULL, &len)` is `get_private_data(&mut [])`);
+    /// [`Connector::private_data`] returns all of it at once.
     pub fn get_private_data(&self, buf: &mut [u8]) -> Result<usize> {
         let pd = self.inner.private_data()?;
         let n = pd.len().min(buf.len());
         buf[..n].copy_from_slice(&pd[..n]);
         if pd.len() > buf.len() {
-            return Err(Error::new(Status::BUFFER_OVERFLOW));
+            return Err(Error::buffer_overflow(pd.len()));
         }
         Ok(pd.len())
     }

@@ -62,6 +62,12 @@ impl Transport for Shm {
         attempt.ov.complete(Status::CANCELED);
     }
 
+    fn bind_again(addr: SocketAddr) -> Option<Port> {
+        proto::reserve(Space::Connector, addr)
+            .ok()
+            .map(|(port, _)| port)
+    }
+
     fn reject_incoming(inc: Incoming, private_data: &[u8]) -> Result<()> {
         let reject = Msg::Reject {
             private_data: private_data.to_vec(),
@@ -154,11 +160,15 @@ fn drive(this: &ShmConnector) {
         }
         Recv::Msg(Some(Msg::Reject { private_data }), _) => {
             g.refused_by_peer(private_data);
+            drop((sock, port));
+            g.restore_bind();
             ov.complete(Status::CONNECTION_REFUSED);
         }
         _ => {
-            // The listener went away or refused the request: the connector stays usable.
-            g.state = State::Idle;
+            // The listener went away or refused the request: the connector stays usable,
+            // bound as before (the port the attempt held is free again for that).
+            drop((sock, port));
+            g.restore_bind();
             ov.complete(Status::CONNECTION_REFUSED);
         }
     }

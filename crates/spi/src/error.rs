@@ -2,15 +2,36 @@
 
 use crate::Status;
 use core::fmt;
+use core::num::NonZeroU32;
 
 /// A failed ND call: carries the exact ND status the SPI documents for that failure.
 ///
 /// Every status other than `ND_SUCCESS` is carried as an `Error`, including the success-severity
 /// codes `ND_PENDING` (see [`Error::is_pending`]) and `ND_TIMEOUT`, so that nothing the SPI can
 /// return is lost in translation. `Display` prints the ND name, the hex value and a meaning.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// An `ND_BUFFER_OVERFLOW` from a call that fills a caller's buffer also says how large the
+/// buffer must be ([`Error::required_size`]), as ND's in/out size parameters do. Two errors
+/// compare (and hash) by their status alone.
+#[derive(Clone, Copy)]
 pub struct Error {
     status: Status,
+    /// The buffer size the call needs, for a too-small buffer.
+    required: Option<NonZeroU32>,
+}
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.status == other.status
+    }
+}
+
+impl Eq for Error {}
+
+impl core::hash::Hash for Error {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.status.hash(state);
+    }
 }
 
 impl Error {
@@ -22,7 +43,33 @@ impl Error {
     /// Wrap `status`. Nothing in this crate wraps `ND_SUCCESS` (a success is `Ok`); if you do,
     /// you get an error that says `ND_SUCCESS`, not a panic.
     pub const fn new(status: Status) -> Self {
-        Self { status }
+        Self {
+            status,
+            required: None,
+        }
+    }
+
+    /// `ND_BUFFER_OVERFLOW` for a buffer that must hold `required` bytes (what ND writes back
+    /// through the call's size parameter, e.g. `GetPrivateData`'s `pcbPrivateData`).
+    pub const fn buffer_overflow(required: usize) -> Self {
+        let n = if required > u32::MAX as usize {
+            u32::MAX
+        } else {
+            required as u32
+        };
+        Self {
+            status: Status::BUFFER_OVERFLOW,
+            required: NonZeroU32::new(n),
+        }
+    }
+
+    /// For an `ND_BUFFER_OVERFLOW` made by [`Error::buffer_overflow`]: the size, in bytes, of
+    /// the buffer the call needs. `None` for every other error.
+    pub const fn required_size(self) -> Option<usize> {
+        match self.required {
+            Some(n) => Some(n.get() as usize),
+            None => None,
+        }
     }
 
     /// The exact ND status.
@@ -45,7 +92,7 @@ impl Error {
         if status.0 == 0 {
             Ok(())
         } else {
-            Err(Self { status })
+            Err(Self::new(status))
         }
     }
 }
@@ -64,7 +111,10 @@ impl From<Error> for Status {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Error({:?})", self.status)
+        match self.required {
+            None => write!(f, "Error({:?})", self.status),
+            Some(n) => write!(f, "Error({:?}, {n} bytes required)", self.status),
+        }
     }
 }
 
@@ -82,4 +132,28 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 /// Shorthand for `Err(Error::new(status))`.
 pub fn fail<T>(status: Status) -> Result<T> {
     Err(Error::new(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_overflow_names_the_size_needed_and_compares_by_status() {
+        let e = Error::buffer_overflow(40);
+        assert_eq!(e.status(), Status::BUFFER_OVERFLOW);
+        assert_eq!(e.required_size(), Some(40));
+        assert_eq!(e, Error::new(Status::BUFFER_OVERFLOW));
+        assert_eq!(Error::new(Status::BUFFER_OVERFLOW).required_size(), None);
+        assert_eq!(Error::CANCELED.required_size(), None);
+        assert_eq!(
+            format!("{e:?}"),
+            "Error(ND_BUFFER_OVERFLOW, 40 bytes required)"
+        );
+        // ND's size parameters are ULONGs.
+        assert_eq!(
+            Error::buffer_overflow(usize::MAX).required_size(),
+            Some(u32::MAX as usize)
+        );
+    }
 }

@@ -64,6 +64,12 @@ impl Transport for Tcp {
         attempt.ov.complete(Status::CANCELED);
     }
 
+    fn bind_again(addr: SocketAddr) -> Option<Socket> {
+        let s = sockets::stream_for(&addr).ok()?;
+        s.bind(&SockAddr::from(addr)).ok()?;
+        Some(s)
+    }
+
     fn reject_incoming(inc: Incoming, private_data: &[u8]) -> Result<()> {
         // As in Accept: a peer whose FIN or RST already waits abandoned the establishment.
         let gone = sockets::peer_gone(&inc.sock);
@@ -201,8 +207,10 @@ fn drive(this: &TcpConnector) {
     let sock = sock.into_inner();
     match result {
         Err(status) => {
-            // A failed attempt leaves the connector usable for another Bind + Connect.
-            g.state = State::Idle;
+            // A failed attempt leaves the connector usable for another Connect, bound as
+            // before; the closed socket frees the port for that.
+            drop(sock);
+            g.restore_bind();
             ov.complete(status);
         }
         Ok(()) => match init.handle_reply(&reply) {
@@ -234,10 +242,15 @@ fn drive(this: &TcpConnector) {
             Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
                 g.refused_by_peer(private_data);
                 let _ = sock.shutdown(std::net::Shutdown::Both);
+                // Best effort: the port is free again unless this end closed first (its
+                // side of the connection then lingers in TIME_WAIT).
+                drop(sock);
+                g.restore_bind();
                 ov.complete(Status::CONNECTION_REFUSED);
             }
             _ => {
-                g.state = State::Idle;
+                drop(sock);
+                g.restore_bind();
                 ov.complete(Status::CONNECTION_REFUSED);
             }
         },
@@ -338,7 +351,9 @@ impl ConnectorProvider for Tcp {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INPROGRESS.raw_os_error()) => {}
             Err(e) => {
-                // The attempt failed at once; the connector stays usable.
+                // The attempt failed at once; the connector stays usable, bound as before.
+                drop(sock);
+                g.restore_bind();
                 c.complete(sockets::connect_status(&e));
                 return Ok(ov);
             }

@@ -8,7 +8,8 @@
 //!   peer's request only), a Connect whose request the listening application takes and
 //!   accepts well after that still completes, and the connection works. This one runs for
 //!   every provider (the rule is ND's); the others speak the iWARP wire.
-//! * A reset before the MPA Reply is a refusal (Connect has no ND_CONNECTION_ABORTED).
+//! * A reset before the MPA Reply is a refusal (Connect has no ND_CONNECTION_ABORTED), after
+//!   which the connector is still bound.
 //! * A listener closes a connection whose MPA Request does not come within
 //!   `ND_TCP_REQUEST_TIMEOUT_MS` (200 ms here), as siw does: a stray or stalled peer cannot
 //!   hold a descriptor for the listener's life. Also when nobody blocks in the adapter: an
@@ -68,7 +69,7 @@ fn reset(p: &Provider, fam: Family) -> Check {
         .ctx("open adapter")?;
     let client = Side::on(&a, SideConfig::default())?;
     let cov = client.connect(SocketAddr::new(ip, 0), laddr, 0, 0, &[])?;
-    let (mut s, _) = raw.accept().ctx("accept")?;
+    let (mut s, bound) = raw.accept().ctx("accept")?;
     // Read part of the Request, so the rest is unread when the socket closes: a reset.
     let mut first = [0u8; 4];
     s.read_exact(&mut first).ctx("the Request's first bytes")?;
@@ -77,7 +78,20 @@ fn reset(p: &Provider, fam: Family) -> Check {
         &cov,
         Status::CONNECTION_REFUSED,
         "Connect reset by the listener",
-    )
+    )?;
+    // The connector was bound (to port 0, which chose `bound`'s port), and a failed attempt
+    // leaves it so: the retry goes out from the same port.
+    let retry = client
+        .connector
+        .connect(&client.qp, laddr, 0, 0, &[])
+        .ctx("Connect again")?;
+    let (_s, again) = raw.accept().ctx("accept the retry")?;
+    ensure!(
+        again == bound,
+        "the retry came from {again}, the first attempt from the bound {bound}"
+    );
+    drop(retry);
+    Ok(())
 }
 
 /// A peer that connects and sends part of its MPA Request, then nothing: the listener

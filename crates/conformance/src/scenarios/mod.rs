@@ -325,8 +325,8 @@ fn server_pd(len: usize) -> Vec<u8> {
 
 /// GetPrivateData as the ND tests use it (§2.10): the full data comes back (the length may
 /// exceed what the peer sent, the prefix must match); a too-small buffer gives
-/// `ND_BUFFER_OVERFLOW` with the prefix that fits copied; a zero-size buffer gives
-/// `ND_BUFFER_OVERFLOW` (ndping, ndmw).
+/// `ND_BUFFER_OVERFLOW` with the prefix that fits copied and the full size named; a zero-size
+/// buffer gives `ND_BUFFER_OVERFLOW` and the size (ndping, ndmw).
 fn check_private_data(c: &Connector, want: &[u8], what: &str) -> Check {
     let all = c.private_data().ctx(&format!("{what}: private_data"))?;
     ensure!(
@@ -351,11 +351,20 @@ fn check_private_data(c: &Connector, want: &[u8], what: &str) -> Check {
             &format!("{what}: get_private_data into {half} bytes"),
         )?;
         expect_bytes(&small, &want[..half], &format!("{what} (partial copy)"))?;
+        let probe = c.get_private_data(&mut []);
         expect_status(
-            c.get_private_data(&mut []),
+            probe,
             Status::BUFFER_OVERFLOW,
             &format!("{what}: get_private_data with a zero-size buffer"),
         )?;
+        // ND writes the size needed back through pcbPrivateData.
+        for (len, r) in [(half, c.get_private_data(&mut small)), (0, probe)] {
+            ensure_eq!(
+                r.err().and_then(|e| e.required_size()),
+                Some(all.len()),
+                "{what}: the size get_private_data into {len} bytes says is needed"
+            );
+        }
     }
     Ok(())
 }

@@ -39,6 +39,11 @@ pub trait Transport: 'static {
     /// `Reject` on the active side after the peer accepted: close, so that the passive
     /// Accept completes with `ND_CONNECTION_REFUSED` (`nd-reference.md` D9).
     fn decline(connected: Self::Connected);
+    /// Bind `addr` again for a connector whose Connect failed (its attempt's socket is closed
+    /// by now), so that a retried Connect goes out from the address the application bound
+    /// ([`ConnectorState::restore_bind`]). `None` if the address cannot be had now (another
+    /// socket took the port meanwhile, or the old connection lingers in TIME_WAIT).
+    fn bind_again(addr: SocketAddr) -> Option<Self::Bound>;
 }
 
 /// What the connector asks of its queue pair once the connection is attached.
@@ -110,6 +115,9 @@ pub struct ConnectorState<T: Transport> {
     pub state: State<T>,
     /// What `Bind` prepared and the address it bound, used by the next Connect.
     pub bound: Option<(T::Bound, SocketAddr)>,
+    /// The address the Connect in progress took from `bound`: a failed attempt binds it
+    /// again ([`ConnectorState::restore_bind`]).
+    bound_before: Option<SocketAddr>,
     /// `GetLocalAddress` once connecting or connected.
     pub local: Option<SocketAddr>,
     /// `GetPeerAddress`.
@@ -135,6 +143,7 @@ impl<T: Transport> Default for ConnectorState<T> {
         Self {
             state: State::Idle,
             bound: None,
+            bound_before: None,
             local: None,
             peer: None,
             peer_private_data: Vec::new(),
@@ -236,7 +245,30 @@ impl<T: Transport> ConnectorState<T> {
                 self.bound = Some(b);
                 fail(Status::INVALID_ADDRESS)
             }
-            b => Ok(b),
+            b => {
+                self.bound_before = b.as_ref().map(|(_, a)| *a);
+                Ok(b)
+            }
+        }
+    }
+
+    /// A Connect failed (refused, timed out, cancelled) after it took what `Bind` prepared:
+    /// bind the same address again, so that the connector is as the application left it
+    /// (bound, as `IND2Connector::Connect` says a failed attempt leaves the queue pair) and a
+    /// retried Connect goes out from the bound port, not an ephemeral one (ndmpic binds, then
+    /// retries Connect on refusal). Call it once the attempt's socket is closed, which frees
+    /// the port. Nothing happens for a Connect that did not use a Bind; if the address cannot
+    /// be had again, the connector stays unbound (the next Connect takes an ephemeral port,
+    /// as an unbound one does).
+    pub fn restore_bind(&mut self) {
+        let Some(addr) = self.bound_before.take() else {
+            return;
+        };
+        if self.bound.is_none() && self.is_fresh() {
+            if let Some(b) = T::bind_again(addr) {
+                self.bound = Some((b, addr));
+                self.local = Some(addr);
+            }
         }
     }
 
@@ -359,7 +391,10 @@ impl<T: Transport> ConnectorState<T> {
     /// again), or cancels the attached queue pair's pending Accept and NotifyDisconnect.
     pub fn cancel_overlapped_requests(&mut self) {
         match std::mem::replace(&mut self.state, State::Idle) {
-            State::Connecting(attempt) => T::abandon(attempt),
+            State::Connecting(attempt) => {
+                T::abandon(attempt);
+                self.restore_bind();
+            }
             State::Attached(qp) => {
                 qp.cancel_accept();
                 qp.cancel_notify_disconnect();
@@ -418,6 +453,45 @@ mod tests {
             Ok(())
         }
         fn decline(_: u8) {}
+        /// Port 9 is "taken by someone else meanwhile".
+        fn bind_again(addr: SocketAddr) -> Option<()> {
+            (addr.port() != 9).then_some(())
+        }
+    }
+
+    /// A Connect that took the Bind and failed gives the Bind back (cancelled here); one
+    /// that did not use a Bind leaves the connector unbound; an address taken meanwhile
+    /// leaves it unbound too.
+    #[test]
+    fn a_failed_connect_restores_the_bind() {
+        let mut c = ConnectorState::<Test>::new();
+        let a = addr("127.0.0.1:5000");
+        c.bound = Some(((), a));
+        assert!(c.take_bound_for(addr("127.0.0.1:1")).unwrap().is_some());
+        c.local = Some(addr("127.0.0.1:5000"));
+        c.state = State::Connecting(());
+        c.cancel_overlapped_requests();
+        assert!(matches!(c.state, State::Idle));
+        assert_eq!(c.bound.as_ref().map(|b| b.1), Some(a), "bound again");
+        assert_eq!(c.local, Some(a));
+
+        // Without a Bind: nothing to restore.
+        let mut c = ConnectorState::<Test>::new();
+        assert!(c.take_bound_for(addr("127.0.0.1:1")).unwrap().is_none());
+        c.state = State::Connecting(());
+        c.cancel_overlapped_requests();
+        assert!(c.bound.is_none());
+
+        // The port went to someone else meanwhile: unbound.
+        let mut c = ConnectorState::<Test>::new();
+        c.bound = Some(((), addr("127.0.0.1:9")));
+        assert!(c.take_bound_for(addr("127.0.0.1:1")).unwrap().is_some());
+        c.state = State::Connecting(());
+        c.cancel_overlapped_requests();
+        assert!(c.bound.is_none());
+        // Restoring once is all: a second call finds nothing to do.
+        c.restore_bind();
+        assert!(c.bound.is_none());
     }
 
     fn addr(s: &str) -> SocketAddr {
