@@ -5,26 +5,45 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use crate::{Error, Result, Status};
 
-/// Every address of this host (both loopback addresses included, even on a host whose
-/// interface list lacks them), with port 0, IPv4 first, each once. `ND_INSUFFICIENT_RESOURCES`
-/// when the interface list cannot be read.
+/// Every address of this host, with port 0, IPv4 first, each once: the interfaces' addresses
+/// and the loopback addresses, `127.0.0.1` always and `::1` where the host has IPv6 (a
+/// loopback address missing from the interface list, as in some containers, is still
+/// served; `::1` on a host with IPv6 turned off is not, since nothing could bind it).
+/// `ND_INSUFFICIENT_RESOURCES` when the interface list cannot be read.
 pub fn local_addresses() -> Result<Vec<SocketAddr>> {
-    let mut v: Vec<SocketAddr> = if_addrs::get_if_addrs()
+    let listed: Vec<IpAddr> = if_addrs::get_if_addrs()
         .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?
         .into_iter()
-        .map(|i| SocketAddr::new(i.ip(), 0))
+        .map(|i| i.ip())
         .collect();
-    for lo in [
-        IpAddr::from([127, 0, 0, 1]),
-        IpAddr::from(Ipv6Addr::LOCALHOST),
-    ] {
-        if !v.iter().any(|a| a.ip() == lo) {
-            v.push(SocketAddr::new(lo, 0));
-        }
+    Ok(with_loopback(listed, ipv6_loopback_works))
+}
+
+/// `listed` with the loopback addresses added (`::1` only if `v6` says it can be bound), as
+/// sorted socket addresses with port 0.
+fn with_loopback(mut listed: Vec<IpAddr>, v6: impl FnOnce() -> bool) -> Vec<SocketAddr> {
+    let v4_lo = IpAddr::from([127, 0, 0, 1]);
+    let v6_lo = IpAddr::from(Ipv6Addr::LOCALHOST);
+    if !listed.contains(&v4_lo) {
+        listed.push(v4_lo);
     }
+    if !listed.contains(&v6_lo) && v6() {
+        listed.push(v6_lo);
+    }
+    let mut v: Vec<SocketAddr> = listed
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, 0))
+        .collect();
     v.sort_by_key(|a| (a.is_ipv6(), a.ip()));
     v.dedup();
-    Ok(v)
+    v
+}
+
+/// Whether `::1` can be bound here (IPv6 present and not turned off on loopback). Asked
+/// each time rather than cached: it is asked only when the interface list lacks `::1`, and
+/// the answer belongs to the caller's network namespace.
+fn ipv6_loopback_works() -> bool {
+    std::net::UdpSocket::bind((Ipv6Addr::LOCALHOST, 0)).is_ok()
 }
 
 /// The wildcard address of `ip`'s family (`0.0.0.0` or `::`).
@@ -37,10 +56,11 @@ pub fn unspecified_like(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Whether `ip` is served: a local address, or any address in 127.0.0.0/8 (and `::1`).
+/// Whether `ip` is served: a local address, or any address in 127.0.0.0/8 (and `::1` where
+/// the host has IPv6).
 pub fn is_local(ip: IpAddr) -> bool {
     if ip.is_loopback() {
-        return true;
+        return ip.is_ipv4() || ipv6_loopback_works();
     }
     local_addresses().is_ok_and(|l| l.iter().any(|a| a.ip() == ip))
 }
@@ -62,6 +82,23 @@ mod tests {
         assert!(
             !is_local(IpAddr::from([192, 0, 2, 1])),
             "TEST-NET-1 is nobody's"
+        );
+    }
+
+    /// The loopback addresses join the interfaces' (each once, in order), `::1` only where
+    /// it can be bound.
+    #[test]
+    fn loopback_is_added_only_where_it_works() {
+        let eth = IpAddr::from([192, 0, 2, 7]);
+        let v6_lo = IpAddr::from(Ipv6Addr::LOCALHOST);
+        let v4 = SocketAddr::from(([127, 0, 0, 1], 0));
+        let v6 = SocketAddr::from((Ipv6Addr::LOCALHOST, 0));
+        let eth0 = SocketAddr::new(eth, 0);
+        assert_eq!(with_loopback(vec![eth], || false), vec![v4, eth0]);
+        assert_eq!(with_loopback(vec![eth], || true), vec![v4, eth0, v6]);
+        assert_eq!(
+            with_loopback(vec![v6_lo, eth], || panic!("listed: not asked")),
+            vec![v4, eth0, v6]
         );
     }
 }
