@@ -1325,3 +1325,50 @@ fn a_connecting_connector_reports_its_real_local_address() {
         Ok(())
     });
 }
+
+/// A queue pair is one Connect's from the call on (IND2Connector::Connect: ND_CONNECTION_ACTIVE
+/// "the QP is already connected"; Accept: "One QP <-> one peer QP"): another connector's
+/// Connect or Accept with it fails `ND_CONNECTION_ACTIVE` at once, not only when one of them
+/// reaches CompleteConnect. Once the first attempt ends (cancelled here), the queue pair is
+/// free again ("a failed connect leaves the QP unchanged").
+#[test]
+fn a_queue_pair_belongs_to_one_connect_at_a_time() {
+    each("qp-one-connect", |p, ip| {
+        let a = open(p, ip)?;
+        let (listener, live) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let side = Side::on(&a, SideConfig::default())?;
+        let first = a.create_connector().ctx("create connector")?;
+        let ov = first
+            .connect(&side.qp, live, 0, 0, &[])
+            .ctx("the first Connect")?;
+        let second = a.create_connector().ctx("create connector")?;
+        expect_outcome(
+            second.connect(&side.qp, live, 0, 0, &[]),
+            Status::CONNECTION_ACTIVE,
+            "another connector's Connect with the queue pair a Connect holds",
+        )?;
+        let server = a.create_connector().ctx("create connector")?;
+        let gcr = listener
+            .get_connection_request(&server)
+            .ctx("GetConnectionRequest")?;
+        wait_ok(&gcr, "GetConnectionRequest")?;
+        expect_outcome(
+            server.accept(&side.qp, 0, 0, &[]),
+            Status::CONNECTION_ACTIVE,
+            "an Accept with the queue pair a Connect holds",
+        )?;
+        first
+            .cancel_overlapped_requests()
+            .ctx("CancelOverlappedRequests")?;
+        wait_status(&ov, Status::CANCELED, "the cancelled Connect")?;
+        let again = second
+            .connect(&side.qp, live, 0, 0, &[])
+            .ctx("a Connect with the queue pair once the first attempt ended")?;
+        ensure!(
+            again.try_result().is_none_or(|r| r.is_ok()),
+            "a Connect with the freed queue pair: {:?}",
+            again.try_result()
+        );
+        Ok(())
+    });
+}

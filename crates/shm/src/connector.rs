@@ -9,11 +9,12 @@
 
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, MutexGuard, Weak};
 
 use netdirect_spi::kit::addresses::unspecified_like;
 use netdirect_spi::kit::connector::{
-    self, AttachedQp, Connector, ConnectorProvider, ConnectorState, Transport,
+    self, AttachedQp, Claim, Connector, ConnectorProvider, ConnectorState, Transport,
 };
 use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
@@ -34,7 +35,7 @@ pub(crate) struct Connecting {
     sock: Registered,
     /// The local port, held for the connection's life.
     port: Port,
-    qp: Arc<ShmQp>,
+    qp: Claim<ShmQp>,
     ov: OvCompleter,
     seg: Segment,
     /// What our REQUEST offered: the ACCEPT's limits are clamped to it.
@@ -45,7 +46,7 @@ pub(crate) struct Connecting {
 pub(crate) struct Connected {
     sock: OwnedFd,
     port: Port,
-    qp: Arc<ShmQp>,
+    qp: Claim<ShmQp>,
     seg: Segment,
     peer_seg_addr: u64,
 }
@@ -101,6 +102,10 @@ impl AttachedQp for ShmQp {
 
     fn cancel_notify_disconnect(&self) {
         Self::cancel_notify_disconnect(self)
+    }
+
+    fn claim_flag(&self) -> &AtomicBool {
+        &self.claimed
     }
 }
 
@@ -223,7 +228,7 @@ impl ConnectorProvider for Shm {
     fn connect(
         this: &ShmConnector,
         mut g: MutexGuard<'_, ConnectorState<Self>>,
-        qp: Arc<ShmQp>,
+        qp: Claim<ShmQp>,
         dest: SocketAddr,
         limits: ReadLimits,
         private_data: &[u8],
@@ -337,7 +342,7 @@ impl ConnectorProvider for Shm {
         )
         .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         qp.establish_active(link, g.limits.inbound, g.limits.outbound)?;
-        g.state = State::Attached(qp);
+        g.state = State::Attached(qp.queue_pair().clone());
         Ok(Overlapped::completed(
             this.adapter().engine.clone(),
             Status::SUCCESS,

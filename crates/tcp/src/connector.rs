@@ -6,12 +6,13 @@
 //! the passive `Accept` sends the Reply and completes when the RTR arrives.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, MutexGuard, Weak};
 use std::time::Instant;
 
 use netdirect_spi::kit::addresses::unspecified_like;
 use netdirect_spi::kit::connector::{
-    self, AttachedQp, Connector, ConnectorProvider, ConnectorState, Transport,
+    self, AttachedQp, Claim, Connector, ConnectorProvider, ConnectorState, Transport,
 };
 use netdirect_spi::kit::negotiate;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
@@ -36,7 +37,7 @@ const MAX_WIRE_LIMIT: u32 = 0x3FFE;
 /// An active connection attempt: TCP connect, then the MPA Request / Reply exchange.
 pub(crate) struct Connecting {
     sock: Registered<Socket>,
-    qp: Arc<TcpQp>,
+    qp: Claim<TcpQp>,
     ov: OvCompleter,
     init: Initiator,
     request: Vec<u8>,
@@ -48,7 +49,7 @@ pub(crate) struct Connecting {
 /// Active side, the peer accepted: what CompleteConnect hands to the queue pair.
 pub(crate) struct Connected {
     sock: Socket,
-    qp: Arc<TcpQp>,
+    qp: Claim<TcpQp>,
     neg: Negotiated,
     leftover: Vec<u8>,
 }
@@ -107,6 +108,10 @@ impl AttachedQp for TcpQp {
 
     fn cancel_notify_disconnect(&self) {
         Self::cancel_notify_disconnect(self)
+    }
+
+    fn claim_flag(&self) -> &AtomicBool {
+        &self.claimed
     }
 }
 
@@ -311,7 +316,7 @@ impl ConnectorProvider for Tcp {
     fn connect(
         this: &TcpConnector,
         mut g: MutexGuard<'_, ConnectorState<Self>>,
-        qp: Arc<TcpQp>,
+        qp: Claim<TcpQp>,
         dest: SocketAddr,
         limits: ReadLimits,
         private_data: &[u8],
@@ -396,7 +401,7 @@ impl ConnectorProvider for Tcp {
             leftover,
         } = g.take_connected()?;
         qp.establish_active(sock, &neg, &leftover)?;
-        g.state = State::Attached(qp);
+        g.state = State::Attached(qp.queue_pair().clone());
         Ok(Overlapped::completed(
             this.adapter().engine.clone(),
             Status::SUCCESS,

@@ -369,6 +369,8 @@ pub(crate) struct ShmQp {
     /// copy barrier from another thread: `fence`) the bias goes for good, at the cost of one
     /// `membarrier`.
     inner: BiasedMutex<Inner>,
+    /// Reserved by a Connect under way (`kit::connector::Claim`).
+    pub(crate) claimed: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for ShmQp {
@@ -438,6 +440,7 @@ impl ShmQp {
                 ),
                 srq_scratch,
             )),
+            claimed: Default::default(),
         });
         let src: Weak<dyn ProgressSource> = qp.me.clone();
         rcq.core.attach(src.clone());

@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::kit::overlapped::{Driver, Overlapped};
@@ -59,6 +60,56 @@ pub trait AttachedQp {
     fn cancel_accept(&self);
     /// Complete a pending NotifyDisconnect with `ND_CANCELED`.
     fn cancel_notify_disconnect(&self);
+    /// The queue pair's reservation by a Connect under way ([`Claim`]): `true` while one
+    /// holds it.
+    fn claim_flag(&self) -> &AtomicBool;
+}
+
+/// A queue pair reserved by one connector's Connect, from the call until the connection is
+/// attached to it (CompleteConnect) or the attempt ends: meanwhile another connector's
+/// Connect or Accept with the same queue pair fails `ND_CONNECTION_ACTIVE` at once, as one
+/// whose queue pair is connected does ("One QP <-> one peer QP"), instead of only when one of
+/// them reaches CompleteConnect. Dropping the claim (a refused, cancelled or abandoned
+/// attempt, a connector released) frees the queue pair for another Connect ("a failed
+/// connect leaves the QP unchanged").
+pub struct Claim<Q: AttachedQp> {
+    qp: Arc<Q>,
+}
+
+impl<Q: AttachedQp> fmt::Debug for Claim<Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Claim")
+    }
+}
+
+impl<Q: AttachedQp> Claim<Q> {
+    /// Reserve `qp`; `None` if another Connect holds it.
+    pub fn take(qp: Arc<Q>) -> Option<Self> {
+        // Built only on success: a `Claim` made and dropped here would free the holder's.
+        qp.claim_flag()
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+            .then(|| Self { qp })
+    }
+
+    /// The queue pair, for attaching the connection (the reservation ends with the claim;
+    /// by then the queue pair carries the connection, so it is not idle).
+    pub fn queue_pair(&self) -> &Arc<Q> {
+        &self.qp
+    }
+}
+
+impl<Q: AttachedQp> Drop for Claim<Q> {
+    fn drop(&mut self) {
+        self.qp.claim_flag().store(false, Ordering::Release);
+    }
+}
+
+impl<Q: AttachedQp> std::ops::Deref for Claim<Q> {
+    type Target = Q;
+    fn deref(&self) -> &Q {
+        &self.qp
+    }
 }
 
 /// Where a connector is.
@@ -418,6 +469,7 @@ mod tests {
     struct Qp {
         disconnects: AtomicU32,
         cancels: AtomicU32,
+        claimed: AtomicBool,
     }
 
     impl AttachedQp for Qp {
@@ -436,6 +488,23 @@ mod tests {
         fn cancel_notify_disconnect(&self) {
             self.cancels.fetch_add(1, Ordering::Relaxed);
         }
+        fn claim_flag(&self) -> &AtomicBool {
+            &self.claimed
+        }
+    }
+
+    /// One claim at a time; dropping it frees the queue pair.
+    #[test]
+    fn a_queue_pair_is_claimed_by_one_connect_at_a_time() {
+        let qp = Arc::new(Qp::default());
+        let first = Claim::take(qp.clone()).expect("free");
+        assert!(Claim::take(qp.clone()).is_none(), "held by the first");
+        assert!(
+            Claim::take(qp.clone()).is_none(),
+            "a refused take frees nothing"
+        );
+        drop(first);
+        assert!(Claim::take(qp).is_some(), "free again");
     }
 
     enum Test {}

@@ -322,6 +322,8 @@ pub(crate) struct TcpQp {
     max_transfer: u64,
     inline_size: u32,
     inner: Mutex<Inner>,
+    /// Reserved by a Connect under way (`kit::connector::Claim`).
+    pub(crate) claimed: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for TcpQp {
@@ -401,6 +403,7 @@ impl TcpQp {
             max_transfer: u64::from(info.max_transfer_length),
             inline_size: cfg.inline_data_size,
             inner: Mutex::new(inner),
+            claimed: Default::default(),
         });
         let src: Weak<dyn ProgressSource> = qp.me.clone();
         rcq.core.attach(src.clone());

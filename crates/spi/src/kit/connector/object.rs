@@ -8,7 +8,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use super::{check_connect_target, AttachedQp, ConnectorState, Transport};
+use super::{check_connect_target, AttachedQp, Claim, ConnectorState, Transport};
 use crate::kit::adapter::AdapterState;
 use crate::kit::listener::TakesRequests;
 use crate::kit::negotiate;
@@ -42,7 +42,7 @@ pub trait ConnectorProvider: Transport + Sized {
     fn connect(
         c: &Connector<Self>,
         g: MutexGuard<'_, ConnectorState<Self>>,
-        qp: Arc<Self::Qp>,
+        qp: Claim<Self::Qp>,
         dest: SocketAddr,
         limits: ReadLimits,
         private_data: &[u8],
@@ -152,7 +152,10 @@ where
         let info = P::info(&self.adapter);
         negotiate::check_private_data(private_data.len(), info.max_caller_data)?;
         let qp = P::downcast_qp(qp, &self.adapter).ok_or(Error::invalid_parameter(1))?;
-        check_connect_target(dest, qp.is_idle())?;
+        // Reserved for this attempt until it ends or the connection is attached.
+        let claim = if qp.is_idle() { Claim::take(qp) } else { None };
+        check_connect_target(dest, claim.is_some())?;
+        let qp = claim.expect("checked above");
         let g = self.lock();
         g.check_idle()?;
         P::connect(self, g, qp, dest, limits, private_data)
@@ -173,14 +176,23 @@ where
         let qp = P::downcast_qp(qp, &self.adapter).ok_or(Error::invalid_parameter(1))?;
         let mut g = self.lock();
         let inc = g.incoming()?;
-        if !qp.is_idle() {
+        // Not while another connector's Connect holds it; held until Accept attached the
+        // connection (or failed).
+        let claim = if qp.is_idle() {
+            Claim::take(qp.clone())
+        } else {
+            None
+        };
+        if claim.is_none() {
             return fail(Status::CONNECTION_ACTIVE);
         }
         // Accept clamps to min(our capability, what the connecting peer offered): our IRD
         // covers at most the peer's ORD, our ORD at most the peer's IRD.
         let granted = negotiate::accept(info, limits, P::offered(inc));
         let inc = g.take_incoming().expect("checked above");
-        P::accept(self, g, qp, inc, granted, private_data)
+        let r = P::accept(self, g, qp, inc, granted, private_data);
+        drop(claim);
+        r
     }
 
     fn reject(&self, private_data: &[u8]) -> Result<()> {
