@@ -354,6 +354,19 @@ fn connector_rules() {
             Status::BAD_NETWORK_NAME,
             &format!("Connect to {unspecified}"),
         )?;
+        // A destination of the other family than the Bind is refused before anything looks
+        // whether it can be reached (documentation addresses, of no host here).
+        let other: IpAddr = if ip.is_ipv4() {
+            "2001:db8::1".parse().expect("literal")
+        } else {
+            "192.0.2.1".parse().expect("literal")
+        };
+        expect_outcome(
+            side.connector
+                .connect(&side.qp, SocketAddr::new(other, 54321), 0, 0, &[]),
+            Status::INVALID_ADDRESS,
+            &format!("Connect from {ip} to {other}"),
+        )?;
         // Never connected: the connection calls say so.
         expect_status(
             side.connector.complete_connect(),
@@ -736,6 +749,76 @@ fn a_refused_connect_leaves_the_connector_as_it_was() {
                 .ctx("GetLocalAddress while connecting")?,
             src,
             "the address a Connect after two refusals goes out from (the connector was bound)"
+        );
+        Ok(())
+    });
+}
+
+/// A second Bind of a connector replaces the first (IND2Connector::Bind), the same way on
+/// every provider: to the same port on the wildcard address (which overlaps the first) it
+/// succeeds, and the Connect then goes out from that port; to a port another connector holds
+/// it fails `ND_SHARING_VIOLATION` and leaves the connector bound as before.
+#[test]
+fn a_second_bind_replaces_the_first() {
+    each("connector-rebind", |p, ip| {
+        let a = open(p, ip)?;
+        let side = Side::on(&a, SideConfig::default())?;
+        let c = a.create_connector().ctx("create connector")?;
+        let other = a.create_connector().ctx("create connector")?;
+        // Ports known to be free: ones released listeners held.
+        let mut tries = 0;
+        let (first, taken) = loop {
+            let first = SocketAddr::new(ip, dead_port(&a, ip)?.port());
+            let taken = SocketAddr::new(ip, dead_port(&a, ip)?.port());
+            match (c.bind(first), other.bind(taken)) {
+                (Ok(()), Ok(())) => break (first, taken),
+                // Something else on the host has such a port in the connectors' space.
+                (r1, r2) if tries < 8 => {
+                    for r in [r1, r2] {
+                        if let Err(e) = r {
+                            ensure_eq!(e.status(), Status::SHARING_VIOLATION, "Bind");
+                        }
+                    }
+                    tries += 1;
+                }
+                (r1, r2) => return Err(r1.and(r2).unwrap_err()).ctx("Connector::bind"),
+            }
+        };
+        expect_status(
+            c.bind(taken),
+            Status::SHARING_VIOLATION,
+            "a Bind to another connector's port",
+        )?;
+        let (_l, live) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let _ov = c
+            .connect(&side.qp, live, 0, 0, &[])
+            .ctx("Connect after the refused Bind")?;
+        ensure_eq!(
+            c.get_local_address().ctx("GetLocalAddress")?,
+            first,
+            "the address a Connect goes out from after a refused second Bind"
+        );
+        // The overlapping Bind, on a connector bound as `c` was.
+        let d = a.create_connector().ctx("create connector")?;
+        let side2 = Side::on(&a, SideConfig::default())?;
+        let port = loop {
+            let at = SocketAddr::new(ip, dead_port(&a, ip)?.port());
+            match d.bind(at) {
+                Ok(()) => break at.port(),
+                Err(e) if e.status() == Status::SHARING_VIOLATION && tries < 16 => tries += 1,
+                Err(e) => return Err(e).ctx("Connector::bind"),
+            }
+        };
+        let wildcard = SocketAddr::new(unspecified_like(ip), port);
+        d.bind(wildcard)
+            .ctx("a second Bind to the same port on the wildcard address")?;
+        let _ov2 = d
+            .connect(&side2.qp, live, 0, 0, &[])
+            .ctx("Connect after the second Bind")?;
+        ensure_eq!(
+            d.get_local_address().ctx("GetLocalAddress")?,
+            SocketAddr::new(ip, port),
+            "the address a Connect goes out from after the second Bind"
         );
         Ok(())
     });

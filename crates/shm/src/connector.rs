@@ -217,12 +217,10 @@ impl ConnectorProvider for Shm {
         if g.check_bind(addr, crate::is_local(addr.ip()))? {
             return Ok(());
         }
-        g.bound = None;
-        let (port, n) = proto::reserve(Space::Connector, addr).map_err(Error::new)?;
-        let local = SocketAddr::new(addr.ip(), n);
-        g.local = Some(local);
-        g.bound = Some((port, local));
-        Ok(())
+        g.rebind(|| {
+            let (port, n) = proto::reserve(Space::Connector, addr).map_err(Error::new)?;
+            Ok((port, SocketAddr::new(addr.ip(), n)))
+        })
     }
 
     fn connect(
@@ -234,6 +232,8 @@ impl ConnectorProvider for Shm {
         private_data: &[u8],
     ) -> Result<Overlapped> {
         let engine = this.adapter().engine.clone();
+        // A destination of the other family than the Bind is refused first, as by tcp.
+        g.check_family(dest)?;
         if !crate::is_local(dest.ip()) {
             // Shared memory reaches this host only.
             return Ok(Overlapped::completed(engine, Status::HOST_UNREACHABLE));

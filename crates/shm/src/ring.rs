@@ -361,6 +361,8 @@ impl Producer {
         off: u64,
         len: usize,
     ) {
+        // `Consumer::skip` knows these as the kinds with bytes in the data area.
+        debug_assert!(matches!(kind, kind::CHUNK | kind::RTS | kind::WPULL));
         let i = (self.head as u32) & (m.cells() - 1);
         let d = m.data_len();
         let mut pos = self.data_head;
@@ -508,6 +510,17 @@ impl Consumer {
 
     /// Move past the current record.
     pub(crate) fn advance(&mut self) {
+        self.pos += 1;
+    }
+
+    /// Move past the current record `r` (as peeked) unread, with its bytes in the data area
+    /// if it has any: a side whose connection ended drops what the peer still sends, so that
+    /// the peer's output is never stuck behind ours (`ShmQp::linger`).
+    pub(crate) fn skip(&mut self, r: &Record) {
+        // The records whose bytes go to the data area (`Producer::push_data`).
+        if matches!(r.kind, kind::CHUNK | kind::RTS | kind::WPULL) {
+            self.data_pos += round_up(u64::from(r.len));
+        }
         self.pos += 1;
     }
 
@@ -776,6 +789,16 @@ mod loom_models {
         }
     }
 
+    /// Pop one whole message, spinning (yielding) until it is there.
+    fn pop_wait(c: &mut Consumer, m: &Mem, cur: &mut Option<(Sink, u64, u32)>) -> Vec<u8> {
+        loop {
+            if let Some(v) = pop(c, m, cur) {
+                return v;
+            }
+            loom::thread::yield_now();
+        }
+    }
+
     /// Push a message, inline or as chunks of `chunk` bytes, spinning (yielding) for room.
     fn push(p: &mut Producer, m: &Mem, data: &[u8], chunk: usize) {
         let src = Bytes(data.to_vec());
@@ -829,14 +852,47 @@ mod loom_models {
             let mut c = Consumer::default();
             let mut cur = None;
             for k in 0..3u8 {
-                let got = loop {
-                    if let Some(v) = pop(&mut c, &m, &mut cur) {
-                        break v;
-                    }
-                    loom::thread::yield_now();
-                };
+                let got = pop_wait(&mut c, &m, &mut cur);
                 assert_eq!(got, msg(k, 8));
             }
+            t.join().unwrap();
+        });
+    }
+
+    /// Records skipped unread (a lingering link's, `ShmQp::linger`) give back their data-area
+    /// bytes too: a producer that filled the data area with CHUNK and RTS records can fill it
+    /// again, and a message after them arrives intact (consumer and producer agree on where
+    /// its bytes are).
+    #[test]
+    fn loom_ring_skip_frees_data() {
+        model(|| {
+            let m = Arc::new(Mem::new(2, 128));
+            let m2 = m.clone();
+            let t = loom::thread::spawn(move || {
+                let mut p = Producer::default();
+                push(&mut p, &m2, &msg(1, 96), 64);
+                while !p.has_room(&*m2, 32).expect("sane tails") {
+                    loom::thread::yield_now();
+                }
+                p.push_data(&*m2, kind::RTS, 0, 32, &Bytes(msg(2, 32)), 0, 32);
+                push(&mut p, &m2, &msg(3, 120), 128);
+            });
+            let mut c = Consumer::default();
+            // The two CHUNK records and the RTS record, skipped.
+            let mut skipped = 0;
+            while skipped < 3 {
+                match c.peek(&*m).expect("well-formed") {
+                    Some(r) => {
+                        c.skip(&r);
+                        c.release(&*m);
+                        skipped += 1;
+                    }
+                    None => loom::thread::yield_now(),
+                }
+            }
+            let mut cur = None;
+            let got = pop_wait(&mut c, &m, &mut cur);
+            assert_eq!(got, msg(3, 120));
             t.join().unwrap();
         });
     }
@@ -856,12 +912,7 @@ mod loom_models {
             let mut c = Consumer::default();
             let mut cur = None;
             for (k, len) in [(1u8, 60usize), (2, 100)] {
-                let got = loop {
-                    if let Some(v) = pop(&mut c, &m, &mut cur) {
-                        break v;
-                    }
-                    loom::thread::yield_now();
-                };
+                let got = pop_wait(&mut c, &m, &mut cur);
                 assert_eq!(got, msg(k, len));
             }
             t.join().unwrap();
@@ -1043,12 +1094,7 @@ mod loom_models {
             // The consumer takes message 0, which frees the one cell.
             let mut c = Consumer::default();
             let mut cur = None;
-            let got = loop {
-                if let Some(v) = pop(&mut c, &m, &mut cur) {
-                    break v;
-                }
-                loom::thread::yield_now();
-            };
+            let got = pop_wait(&mut c, &m, &mut cur);
             assert_eq!(got, msg(0, 4));
             if wake::peer_wants_space(&prod.side.waiting) {
                 prod.side.bell.ring();

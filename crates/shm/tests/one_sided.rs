@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{drive, message, pair, sweep, End, DEADLINE};
+use common::{drive, message, pair, pair_of_depth, sweep, End, DEADLINE};
 use netdirect::{NdResult, OpFlags, RequestType, Status};
 
 /// Heap memory registered raw (not shared-mappable), owned with its region: the region is
@@ -718,4 +718,81 @@ fn a_freed_buffer_is_unmapped_by_the_peer() {
         2,
         "the next buffer is mapped too"
     );
+}
+
+/// A refused Write whose target has no room left in its ring to the initiator (filled with the
+/// target's Sends, which the initiator has not taken yet) still completes ND_ACCESS_VIOLATION:
+/// the target's last word waits for room, it is not dropped (the initiator would see only the
+/// end, ND_CANCELED). The target's Sends that were in the ring are delivered first; those that
+/// were not are flushed at the target.
+#[test]
+fn a_refusal_waits_for_room_in_a_full_ring() {
+    // More Sends than the ring has cells (ND_SHM_CELLS, 256 by default).
+    const SENDS: u64 = 300;
+    let (c, s) = pair_of_depth(1 << 20, SENDS as u32 + 8);
+    for i in 0..SENDS {
+        c.recv(1000 + i, 0, 8);
+    }
+    for i in 0..SENDS {
+        s.send(2000 + i, 0, 8).expect("post Send");
+    }
+    // A Write past the end of the target's region, posted before the initiator takes any of
+    // the target's Sends.
+    let sge = c.buf.sge(0..64, c.token());
+    let addr = s.buf.as_ptr() as u64 + (1 << 20) - 8;
+    // SAFETY: the source is left alone until the Write completes.
+    unsafe {
+        c.qp.write(1, &[sge], addr, s.mr.get_remote_token(), OpFlags::empty())
+    }
+    .expect("post Write");
+    let (mut at_c, mut at_s) = (Vec::new(), Vec::new());
+    let end = Instant::now() + DEADLINE;
+    let mut r = [NdResult::EMPTY; 16];
+    // The target drives first: it finds the Write and refuses it with its ring full, which
+    // ends the connection at its end (the Sends not in the ring are flushed).
+    while !at_s.iter().any(|&(_, st)| st == Status::CANCELED) {
+        let n = s.cq.get_results(&mut r);
+        at_s.extend(r[..n].iter().map(|r| (r.request_context, r.status)));
+        assert!(Instant::now() < end, "no flushed Send: {at_s:?}");
+    }
+    while !at_c.iter().any(|&(ctx, _)| ctx == 1) {
+        for (e, got) in [(&s, &mut at_s), (&c, &mut at_c)] {
+            let n = e.cq.get_results(&mut r);
+            got.extend(r[..n].iter().map(|r| (r.request_context, r.status)));
+        }
+        assert!(Instant::now() < end, "no Write completion: {at_c:?}");
+    }
+    let write = at_c.iter().find(|&&(ctx, _)| ctx == 1).copied();
+    assert_eq!(write, Some((1, Status::ACCESS_VIOLATION)), "the Write");
+    // Everything else completes too: the initiator's Receives took the Sends that were in
+    // the target's ring (they completed successfully there) and were flushed after; the
+    // target's other Sends were flushed.
+    while at_c.len() < SENDS as usize + 1 || at_s.len() < SENDS as usize {
+        for (e, got) in [(&s, &mut at_s), (&c, &mut at_c)] {
+            let n = e.cq.get_results(&mut r);
+            got.extend(r[..n].iter().map(|r| (r.request_context, r.status)));
+        }
+        assert!(Instant::now() < end, "completions: {at_c:?} {at_s:?}");
+    }
+    let count = |v: &[(u64, Status)], status| v.iter().filter(|&&(_, st)| st == status).count();
+    let sent = count(&at_s, Status::SUCCESS);
+    assert!(sent > 0 && sent < SENDS as usize, "{at_s:?}");
+    assert_eq!(
+        count(&at_s, Status::CANCELED),
+        SENDS as usize - sent,
+        "{at_s:?}"
+    );
+    assert_eq!(count(&at_c, Status::SUCCESS), sent, "{at_c:?}");
+    assert_eq!(
+        count(&at_c, Status::CANCELED),
+        SENDS as usize - sent,
+        "{at_c:?}"
+    );
+    // In order: the Receives that completed successfully are the first ones.
+    let ok: Vec<u64> = at_c
+        .iter()
+        .filter(|&&(ctx, st)| ctx >= 1000 && st == Status::SUCCESS)
+        .map(|&(ctx, _)| ctx)
+        .collect();
+    assert_eq!(ok, (1000..1000 + sent as u64).collect::<Vec<_>>());
 }

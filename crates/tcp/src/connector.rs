@@ -305,12 +305,12 @@ impl ConnectorProvider for Tcp {
         if g.check_bind(addr, crate::is_local(addr.ip()))? {
             return Ok(());
         }
-        let s =
-            sockets::stream_for(&addr).map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-        let local = sockets::bind_nd(&s, addr)?;
-        g.local = Some(local);
-        g.bound = Some((s, local));
-        Ok(())
+        g.rebind(|| {
+            let s = sockets::stream_for(&addr)
+                .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+            let local = sockets::bind_nd(&s, addr)?;
+            Ok((s, local))
+        })
     }
 
     fn connect(

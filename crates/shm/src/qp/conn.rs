@@ -32,16 +32,76 @@ impl ShmQp {
         self.last_word(g, link, kind::TERM, 0);
     }
 
-    /// Push the answers still owed for the peer's earlier requests (they were served), then
-    /// the record `kind` that ends the connection, and close. When our ring has no room for
-    /// all of it the peer sees only the end (its requests complete `ND_CANCELED`).
+    /// End the connection with the record `kind` (TERM, RNR, OVERRUN): the answers still owed
+    /// for the peer's earlier requests go first (they were served), then the record, then the
+    /// close. The connection ends for the application at once (its requests are flushed). If
+    /// our ring has no room for all of it, the link lingers until it has ([`ShmQp::linger`]):
+    /// dropped, the record would leave the peer's request to complete `ND_CANCELED` instead
+    /// of with the status it names.
     pub(super) fn last_word(&self, g: &mut Inner, link: &Link, kind: u8, total: u32) {
-        let tx = link.tx();
-        if self.push_answers(g, &tx) == Ok(true) && g.prod.has_room(&tx, 0) == Ok(true) {
-            g.prod.push_header(&tx, kind, 0, total, &Owned(&[]), 0, 0);
+        if g.conn == Conn::Closed {
+            return;
         }
+        g.last_word = Some((kind, total));
+        self.end_for_application(g, Status::CONNECTION_REFUSED);
+        self.linger(g, link);
+    }
+
+    /// Drive a link whose connection ended with a last word still owed: drop what the peer
+    /// publishes meanwhile (a peer that waits for room in its own ring, to tell us its end,
+    /// must not wait for ours), push what is owed as room allows, and close the link once all
+    /// of it is in the ring or never can be (the peer closed or broke the ring protocol, or
+    /// an answer cannot go in because our own message was cut off mid-way). Until then the
+    /// link stays blocked for room, so the peer's consumption wakes or drives us
+    /// (`Link::has_work`).
+    pub(super) fn linger(&self, g: &mut Inner, link: &Link) {
+        let Some((kind, total)) = g.last_word else {
+            return;
+        };
+        let tx = link.tx();
+        let done = link.peer_closed()
+            || link.peer_eof.load(Ordering::Acquire)
+            || self.discard_rx(g, link).is_err()
+            || match self.push_answers(g, &tx) {
+                Ok(true) => match g.prod.has_room(&tx, 0) {
+                    Ok(true) => {
+                        g.prod.push_header(&tx, kind, 0, total, &Owned(&[]), 0, 0);
+                        true
+                    }
+                    Ok(false) => false,
+                    Err(Violation) => true,
+                },
+                // Short of room, unless a response waits behind our own message, whose rest
+                // will never come (its Send was flushed): then it never goes.
+                Ok(false) => {
+                    (g.tx_sent > 0 || g.tx_hdr)
+                        && g.answers
+                            .front()
+                            .is_some_and(|a| !matches!(a, Answer::Ack | Answer::Done { .. }))
+                }
+                Err(Violation) => true,
+            };
         link.wake_peer();
-        self.close(g, Status::CONNECTION_REFUSED);
+        if done {
+            self.close_link(g, link);
+        } else {
+            let (t, dt) = g.prod.seen_tails();
+            link.tx_seen[0].store(t, Ordering::Relaxed);
+            link.tx_seen[1].store(dt, Ordering::Relaxed);
+            link.set_tx_blocked(true);
+        }
+    }
+
+    /// The queue pair is going away: a lingering last word goes now if it fits, and the link
+    /// closes either way.
+    pub(super) fn stop_lingering(&self, g: &mut Inner) {
+        if g.last_word.is_none() {
+            return;
+        }
+        if let Some(link) = g.link.clone() {
+            self.linger(g, &link);
+            self.close_link(g, &link);
+        }
     }
 
     /// Drive this queue pair with the lock held.
@@ -135,15 +195,19 @@ impl ShmQp {
         self.progress_locked(&mut g);
     }
 
-    /// Flush every outstanding request with `ND_CANCELED`.
+    /// Flush every outstanding request with `ND_CANCELED`, and forget what the connection
+    /// owed or held for the peer.
     pub(super) fn flush_all(&self, g: &mut Inner) {
+        self.flush_requests(g);
+        self.forget_peer(g);
+    }
+
+    /// Flush every outstanding request of ours with `ND_CANCELED` (the answers owed to the
+    /// peer stay: [`ShmQp::forget_peer`]).
+    fn flush_requests(&self, g: &mut Inner) {
         self.release_acks(g);
-        g.tx_sent = 0;
-        g.tx_hdr = false;
         g.in_ring = 0;
         g.reads_out = 0;
-        g.answers.clear();
-        g.answers_reads = 0;
         while let Some(wr) = g.sq.pop() {
             self.complete_wr(&wr, Status::CANCELED);
         }
@@ -153,10 +217,20 @@ impl ShmQp {
         g.rx_msg = None;
         g.rx_reg = None;
         g.map_out = MapOut::Idle;
-        g.map_hold = None;
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered (as tcp).
         g.windows.unbind_all(&self.shared.mrs);
+    }
+
+    /// Drop what the connection owed the peer (answers, a last word) and the registration the
+    /// peer's granted copy used, and where our own message being pushed stood.
+    fn forget_peer(&self, g: &mut Inner) {
+        g.tx_sent = 0;
+        g.tx_hdr = false;
+        g.answers.clear();
+        g.answers_reads = 0;
+        g.last_word = None;
+        g.map_hold = None;
     }
 
     /// Close the connection: tell the peer, flush, finish waiters. `accept_status` is what a
@@ -165,20 +239,41 @@ impl ShmQp {
         if g.conn == Conn::Closed {
             return;
         }
+        self.end_for_application(g, accept_status);
+        if let Some(link) = g.link.clone() {
+            self.close_link(g, &link);
+        } else {
+            self.forget_peer(g);
+        }
+    }
+
+    /// The connection ends for the application: our requests are flushed, a pending Accept
+    /// and every NotifyDisconnect complete. The link may still carry a last word
+    /// ([`ShmQp::linger`]).
+    fn end_for_application(&self, g: &mut Inner, accept_status: Status) {
         g.conn = Conn::Closed;
         if let Some(link) = &g.link {
-            link.close_local();
-            if g.map_hold.is_some() {
-                // The peer may be copying through the mapping we granted: the registration
-                // stays held until it is done (a Deregister waits for that).
-                link.wait_peer_copy();
-            }
+            // Nothing is taken from the ring any more: no Receive to wait for.
+            link.rx_stalled.store(false, Ordering::Release);
+            link.rnr_deadline.store(0, Ordering::Relaxed);
         }
-        self.flush_all(g);
+        self.flush_requests(g);
         if let Some(a) = g.accept.take() {
             a.complete(accept_status);
         }
         g.disconnect_waiters.complete_all((), Status::SUCCESS);
+    }
+
+    /// Tell the peer the connection ended (after everything we pushed) and let go of what it
+    /// held of the peer's.
+    fn close_link(&self, g: &mut Inner, link: &Link) {
+        link.close_local();
+        if g.map_hold.is_some() {
+            // The peer may be copying through the mapping we granted: the registration
+            // stays held until it is done (a Deregister waits for that).
+            link.wait_peer_copy();
+        }
+        self.forget_peer(g);
     }
 
     pub(super) fn attach(&self, g: &mut Inner, link: Arc<Link>) -> Result<()> {

@@ -252,6 +252,10 @@ struct Inner {
     answers: VecDeque<Answer>,
     /// Read responses among `answers` (at most our IRD).
     answers_reads: u32,
+    /// The record (kind, total) that ends the connection, still owed to the peer after
+    /// `answers`: the connection ended for the application, the link lingers until there is
+    /// room for it ([`ShmQp::linger`]).
+    last_word: Option<(u8, u32)>,
     rx_msg: Option<RxMsg>,
     /// The registration an incoming chunked Write is placed into.
     rx_reg: Option<Arc<Registration>>,
@@ -320,6 +324,7 @@ impl Inner {
             tx_hdr: false,
             answers: VecDeque::new(),
             answers_reads: 0,
+            last_word: None,
             rx_msg: None,
             rx_reg: None,
             map_out: MapOut::Idle,
@@ -626,6 +631,9 @@ impl Drop for ShmQp {
         // As Disconnect: the held ACKs of the peer's placed Writes go first.
         self.push_held_acks(&mut g);
         self.close(&mut g, Status::CONNECTION_REFUSED);
+        // A last word still waiting for room goes now if it fits; no one is left to wait
+        // for more room.
+        self.stop_lingering(&mut g);
     }
 }
 

@@ -65,6 +65,11 @@ impl ShmQp {
     /// requests into (or out of) our memory, answers to ours.
     pub(super) fn progress_rx(&self, g: &mut Inner) {
         if g.conn == Conn::Closed {
+            if g.last_word.is_some() {
+                if let Some(link) = g.link.clone() {
+                    self.linger(g, &link);
+                }
+            }
             return;
         }
         let Some(link) = self.link.get() else { return };
@@ -557,6 +562,20 @@ impl ShmQp {
         // The record names the message: the one after those we took (as `give_up`).
         let failed = g.rx_msgs;
         self.last_word(g, link, kind::OVERRUN, failed);
+    }
+
+    /// Take and drop every record the peer published (a lingering link's: the connection
+    /// ended, nothing is delivered), giving their space back.
+    pub(super) fn discard_rx(&self, g: &mut Inner, link: &Link) -> Result<(), Violation> {
+        let rx = link.rx();
+        let from = g.cons.pos();
+        while let Some(r) = g.cons.peek(&rx)? {
+            g.cons.skip(&r);
+        }
+        if g.cons.pos() != from {
+            release_rx(g, link, &rx);
+        }
+        Ok(())
     }
 
     /// Garbage in the ring: terminate the connection.

@@ -314,9 +314,14 @@ pub(crate) fn is_canceled(r: &NdResult) -> bool {
 
 /// A connected pair with Reads allowed both ways: (active, passive).
 pub(crate) fn pair(buf: usize) -> (End, End) {
-    let s = End::new(buf, 8);
+    pair_of_depth(buf, 8)
+}
+
+/// As [`pair`], with queues of `depth` requests (completion queues of four times that).
+pub(crate) fn pair_of_depth(buf: usize, depth: u32) -> (End, End) {
+    let s = End::new(buf, depth);
     let (l, addr) = s.listen();
-    let c = End::new(buf, 8);
+    let c = End::new(buf, depth);
     std::thread::scope(|t| {
         t.spawn(|| s.accept_one_with(&l, 4));
         c.connect_with(addr, 4);

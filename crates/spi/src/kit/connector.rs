@@ -272,6 +272,36 @@ impl<T: Transport> ConnectorState<T> {
             if *a == addr || (addr.port() == 0 && a.ip() == addr.ip())))
     }
 
+    /// `Bind` after [`ConnectorState::check_bind`]: give up the earlier binding, if any, then
+    /// take the new one with `take` (the provider's bind, which returns what it holds and the
+    /// address it got). The earlier binding goes first, so that a new address overlapping it
+    /// (the same port on the wildcard address, say) can be had. If `take` fails, the earlier
+    /// address is bound again (best effort, as after a failed Connect): a refused Bind leaves
+    /// the connector as it was.
+    pub fn rebind(&mut self, take: impl FnOnce() -> Result<(T::Bound, SocketAddr)>) -> Result<()> {
+        let earlier = self.bound.take().map(|(held, addr)| {
+            drop(held);
+            addr
+        });
+        match take() {
+            Ok((held, local)) => {
+                self.local = Some(local);
+                self.bound = Some((held, local));
+                Ok(())
+            }
+            Err(e) => {
+                self.local = None;
+                if let Some(addr) = earlier {
+                    if let Some(held) = T::bind_again(addr) {
+                        self.bound = Some((held, addr));
+                        self.local = Some(addr);
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// `Connect` under the lock: `ND_CONNECTION_ACTIVE` unless idle.
     pub fn check_idle(&self) -> Result<()> {
         if !self.is_fresh() {
@@ -291,15 +321,19 @@ impl<T: Transport> ConnectorState<T> {
     /// port, R-CONN-1). `ND_INVALID_ADDRESS`, keeping the binding, when it is of the other
     /// address family.
     pub fn take_bound_for(&mut self, dest: SocketAddr) -> Result<Option<(T::Bound, SocketAddr)>> {
-        match self.bound.take() {
-            Some(b) if b.1.is_ipv6() != dest.is_ipv6() => {
-                self.bound = Some(b);
-                fail(Status::INVALID_ADDRESS)
-            }
-            b => {
-                self.bound_before = b.as_ref().map(|(_, a)| *a);
-                Ok(b)
-            }
+        self.check_family(dest)?;
+        let b = self.bound.take();
+        self.bound_before = b.as_ref().map(|(_, a)| *a);
+        Ok(b)
+    }
+
+    /// `ND_INVALID_ADDRESS` when the connector is bound to an address of the other family
+    /// than `dest`: Connect's first check of the destination (before a provider looks whether
+    /// it can reach it), in every provider.
+    pub fn check_family(&self, dest: SocketAddr) -> Result<()> {
+        match &self.bound {
+            Some((_, a)) if a.is_ipv6() != dest.is_ipv6() => fail(Status::INVALID_ADDRESS),
+            _ => Ok(()),
         }
     }
 
