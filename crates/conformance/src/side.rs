@@ -371,6 +371,23 @@ pub fn accept_and_exchange(server: &Side, client: &Side, cov: &netdirect::Overla
     )
 }
 
+/// A listener on `at` (its port assigned) takes `client`'s Connect (the connector as it is:
+/// bound or not) into `server`, and [`accept_and_exchange`] shows the connection works. The
+/// listener is returned (dropping it does not end the connection).
+pub fn connect_and_exchange(server: &Side, client: &Side, at: IpAddr) -> Check<Listener> {
+    let (listener, laddr) = listen(&server.adapter, SocketAddr::new(at, 0), 4)?;
+    let gcr = listener
+        .get_connection_request(&server.connector)
+        .ctx("GetConnectionRequest")?;
+    let cov = client
+        .connector
+        .connect(&client.qp, laddr, 0, 0, &[])
+        .ctx("Connect")?;
+    wait_ok(&gcr, "GetConnectionRequest")?;
+    accept_and_exchange(server, client, &cov)?;
+    Ok(listener)
+}
+
 /// Passive side, step 1: a listener bound to `addr` and listening; returns it with its
 /// address (port assigned).
 pub fn listen(adapter: &Adapter, addr: SocketAddr, backlog: u32) -> Check<(Listener, SocketAddr)> {

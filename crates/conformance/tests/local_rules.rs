@@ -13,7 +13,9 @@ use netdirect_conformance::check::{
     show, wait_ok, wait_status, Check, Context, Expect,
 };
 use netdirect_conformance::harness;
-use netdirect_conformance::side::{connect_pair, default_pair, EPHEMERAL};
+use netdirect_conformance::side::{
+    accept_and_exchange, connect_and_exchange, connect_pair, default_pair, EPHEMERAL,
+};
 use netdirect_conformance::{ensure, ensure_eq, Needs, Side, SideConfig};
 
 /// Run `f` for every provider and family, each with the hard deadline.
@@ -571,14 +573,36 @@ fn deregister_waits_for_queued_receives_and_no_longer() {
 fn a_refused_receive_completes_after_the_ones_before_it() {
     each("refused-receive-order", |p, ip| {
         let (_a, server, _client, _listener) = default_pair(p, ip)?;
-        server.recv(1, &[0..64]).ctx("Receive 1")?;
-        let mut bad = server.sges(&[64..128]);
-        bad[0].memory_region_token ^= 0x5A5A_0000;
-        // SAFETY: the segment names memory of `buf` (under a wrong token): nothing is written.
-        unsafe { server.qp.receive(2, &bad) }.ctx("Receive 2")?;
-        let r = next_results(&server.rcq, 2, "both Receives")?;
-        Expect::recv(Status::CANCELED, 1, server.qp_context, None).check(&r[0], "Receive 1")?;
-        Expect::recv(Status::ACCESS_VIOLATION, 2, server.qp_context, None).check(&r[1], "Receive 2")
+        refused_after_flushed(&server)
+    });
+}
+
+/// Receive 1, then Receive 2 under a wrong token, on `server`: they complete ND_CANCELED
+/// and ND_ACCESS_VIOLATION, in that order.
+fn refused_after_flushed(server: &Side) -> Check {
+    server.recv(1, &[0..64]).ctx("Receive 1")?;
+    let mut bad = server.sges(&[64..128]);
+    bad[0].memory_region_token ^= 0x5A5A_0000;
+    // SAFETY: the segment names memory of `buf` (under a wrong token): nothing is written.
+    unsafe { server.qp.receive(2, &bad) }.ctx("Receive 2")?;
+    let r = next_results(&server.rcq, 2, "both Receives")?;
+    Expect::recv(Status::CANCELED, 1, server.qp_context, None).check(&r[0], "Receive 1")?;
+    Expect::recv(Status::ACCESS_VIOLATION, 2, server.qp_context, None).check(&r[1], "Receive 2")
+}
+
+/// The same on a queue pair that never connected (Receives may be posted before connecting,
+/// R-QP-5): the Receive before the refused one is flushed first, and as there is no connection
+/// for the error to end, the queue pair stays ready to connect (IND2Connector::Connect lists
+/// ND_CONNECTION_ACTIVE only for a queue pair already connected): it connects and carries a
+/// message.
+#[test]
+fn a_refused_receive_before_connecting_leaves_the_queue_pair_connectable() {
+    each("refused-receive-unconnected", |p, ip| {
+        let a = open(p, ip)?;
+        let server = Side::on(&a, SideConfig::default())?;
+        let client = Side::on(&a, SideConfig::default())?;
+        refused_after_flushed(&server)?;
+        connect_and_exchange(&server, &client, ip).map(drop)
     });
 }
 
@@ -1017,14 +1041,14 @@ fn a_connector_used_while_its_get_connection_request_waits_keeps_its_connect() {
             Status::INVALID_DEVICE_STATE,
             "the GetConnectionRequest of a connector that Connects",
         )?;
-        netdirect_conformance::side::accept_and_exchange(&server, &both, &cov)?;
+        accept_and_exchange(&server, &both, &cov)?;
         // The request was kept for the next GetConnectionRequest.
         let fresh = Side::on(&a, SideConfig::default())?;
         let next = first
             .get_connection_request(&fresh.connector)
             .ctx("GetConnectionRequest")?;
         wait_ok(&next, "the next GetConnectionRequest")?;
-        netdirect_conformance::side::accept_and_exchange(&fresh, &client, &ccov)
+        accept_and_exchange(&fresh, &client, &ccov)
     });
 }
 

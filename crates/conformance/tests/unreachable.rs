@@ -23,9 +23,9 @@ use std::net::{IpAddr, SocketAddr};
 
 use netdirect::support;
 use netdirect::{Adapter, Provider, Status};
-use netdirect_conformance::check::{wait_ok, wait_status, Check, Context, Failure};
+use netdirect_conformance::check::{wait_status, Check, Context, Failure};
 use netdirect_conformance::netns::on_private_network;
-use netdirect_conformance::side::{accept_and_exchange, listen};
+use netdirect_conformance::side::connect_and_exchange;
 use netdirect_conformance::{ensure, ensure_eq, Side, SideConfig};
 
 /// The addresses of one family on the private network.
@@ -105,16 +105,7 @@ fn connect_outcomes(p: &Provider, net: &Net) -> Check {
         wait_status(&ov, want, &what)?;
     }
     // The attempts may be retried: the same connector and queue pair connect.
-    let (listener, laddr) = listen(&a, local, 4)?;
-    let gcr = listener
-        .get_connection_request(&server.connector)
-        .ctx("GetConnectionRequest")?;
-    let cov = client
-        .connector
-        .connect(&client.qp, laddr, 0, 0, &[])
-        .ctx("Connect after the failures")?;
-    wait_ok(&gcr, "GetConnectionRequest")?;
-    accept_and_exchange(&server, &client, &cov)
+    connect_and_exchange(&server, &client, net.local).map(drop)
 }
 
 /// NdResolveAddress and NdOpenAdapter on the private network.

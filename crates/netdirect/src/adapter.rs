@@ -110,8 +110,9 @@ impl Adapter {
         Ok(MemoryWindow::from_spi(self.inner.create_memory_window()?))
     }
 
-    /// `CreateSharedReceiveQueue`: `ND_NOT_SUPPORTED` when `MaxSharedReceiveQueueDepth` is 0;
-    /// depth → `_3`, SGE count → `_4`.
+    /// `CreateSharedReceiveQueue`: depth 1..=`MaxSharedReceiveQueueDepth`, else
+    /// `ND_INVALID_PARAMETER_3` (so every depth, on an adapter without shared receive queues,
+    /// whose maximum is 0); SGE count beyond `MaxReceiveSge` → `_4`.
     pub fn create_shared_receive_queue(
         &self,
         depth: u32,

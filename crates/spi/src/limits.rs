@@ -22,12 +22,10 @@ pub fn completion_queue(info: &AdapterInfo, depth: u32) -> Result<()> {
     check(depth > 0 && depth <= info.max_completion_queue_depth, 3)
 }
 
-/// `CreateSharedReceiveQueue`: `ND_NOT_SUPPORTED` when `MaxSharedReceiveQueueDepth` is 0;
-/// depth → `_3`, SGE count → `_4`.
+/// `CreateSharedReceiveQueue`: depth 1..=`MaxSharedReceiveQueueDepth` → else `_3`, SGE
+/// count → `_4`. The method lists no `ND_NOT_SUPPORTED` (CreateQueuePairWithSrq does): an
+/// adapter without shared receive queues (maximum depth 0) refuses every depth as `_3`.
 pub fn shared_receive_queue(info: &AdapterInfo, depth: u32, max_request_sge: u32) -> Result<()> {
-    if info.max_shared_receive_queue_depth == 0 {
-        return Err(Error::new(Status::NOT_SUPPORTED));
-    }
     check(depth > 0 && depth <= info.max_shared_receive_queue_depth, 3)?;
     check(max_request_sge <= info.max_receive_sge, 4)
 }
@@ -103,14 +101,17 @@ mod tests {
             status(shared_receive_queue(&i, 1, 5)),
             Some(Status::INVALID_PARAMETER_4)
         );
-        // An adapter without SRQs refuses every one, before looking at the arguments.
+        // An adapter without SRQs refuses every depth, as beyond its maximum of 0 (the
+        // method has no ND_NOT_SUPPORTED); CreateQueuePairWithSrq says ND_NOT_SUPPORTED.
         let none = AdapterInfo {
             max_shared_receive_queue_depth: 0,
             ..i
         };
-        assert_eq!(
-            status(shared_receive_queue(&none, 0, 99)),
-            Some(Status::NOT_SUPPORTED)
-        );
+        for depth in [0, 1, 32] {
+            assert_eq!(
+                status(shared_receive_queue(&none, depth, 1)),
+                Some(Status::INVALID_PARAMETER_3)
+            );
+        }
     }
 }

@@ -53,9 +53,19 @@ impl ShmQp {
         let wr = RecvWr { context, total };
         let queued = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
         if queued.is_err() {
-            // An error completion moves the queue pair to the error state (R-QP-6). The
-            // Receives posted before it are flushed first: completions keep posting order.
-            self.close(&mut g, Status::CONNECTION_REFUSED);
+            if g.conn == Conn::Idle {
+                // Never connected: there is no connection for the error to end, and Connect
+                // says ND_CONNECTION_ACTIVE only of a queue pair that has one. The Receives
+                // posted before it are flushed first (completions keep posting order); the
+                // queue pair stays ready to connect.
+                while let Some(wr) = g.rq.pop() {
+                    self.complete_recv(wr.context, Status::CANCELED, 0, false);
+                }
+            } else {
+                // An error completion moves the queue pair to the error state (R-QP-6). The
+                // Receives posted before it are flushed first: completions keep posting order.
+                self.close(&mut g, Status::CONNECTION_REFUSED);
+            }
             self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
             return Ok(());
         }
