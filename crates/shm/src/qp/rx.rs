@@ -66,9 +66,7 @@ impl ShmQp {
     pub(super) fn progress_rx(&self, g: &mut Inner) {
         if g.conn == Conn::Closed {
             if g.last_word.is_some() {
-                if let Some(link) = g.link.clone() {
-                    self.linger(g, &link);
-                }
+                self.linger_now(g);
             }
             return;
         }
@@ -562,6 +560,15 @@ impl ShmQp {
         // The record names the message: the one after those we took (as `give_up`).
         let failed = g.rx_msgs;
         self.last_word(g, link, kind::OVERRUN, failed);
+    }
+
+    /// A lingering link's drive ([`ShmQp::linger`]), out of the way of the data path.
+    #[cold]
+    #[inline(never)]
+    fn linger_now(&self, g: &mut Inner) {
+        if let Some(link) = g.link.clone() {
+            self.linger(g, &link);
+        }
     }
 
     /// Take and drop every record the peer published (a lingering link's: the connection
