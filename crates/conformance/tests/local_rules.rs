@@ -727,6 +727,25 @@ fn dead_port(a: &netdirect::Adapter, ip: IpAddr) -> Check<SocketAddr> {
     Ok(addr)
 }
 
+/// Bind `c` to a port known to be free here (one a released listener held, so no connection
+/// of the past lingers on it); another port if something else on the host has that one in the
+/// connectors' space (`ND_SHARING_VIOLATION`), a few times.
+fn bind_free_port(
+    a: &netdirect::Adapter,
+    c: &netdirect::Connector,
+    ip: IpAddr,
+) -> Check<SocketAddr> {
+    let mut tries = 0;
+    loop {
+        let at = SocketAddr::new(ip, dead_port(a, ip)?.port());
+        match c.bind(at) {
+            Ok(()) => return Ok(at),
+            Err(e) if e.status() == Status::SHARING_VIOLATION && tries < 8 => tries += 1,
+            Err(e) => return Err(e).ctx("Connector::bind"),
+        }
+    }
+}
+
 /// A refused Connect leaves the connector usable (IND2Connector::Connect: "The connection
 /// attempt may be retried"): never bound, it has no local address afterwards
 /// (ND_CONNECTION_INVALID, "neither connected nor connecting"); bound, it may Connect again,
@@ -746,19 +765,9 @@ fn a_refused_connect_leaves_the_connector_as_it_was() {
             Status::CONNECTION_INVALID,
             "GetLocalAddress of a never-bound connector after a refusal",
         )?;
-        // Bound first, to a port known here (one a released listener held, so no connection
-        // of the past lingers on it): a retry on the same connector is refused again, not
-        // ND_CONNECTION_ACTIVE.
-        let mut tries = 0;
-        let src = loop {
-            let src = SocketAddr::new(ip, dead_port(&a, ip)?.port());
-            match c.bind(src) {
-                Ok(()) => break src,
-                // Something else on the host has that port in the connectors' space.
-                Err(e) if e.status() == Status::SHARING_VIOLATION && tries < 8 => tries += 1,
-                Err(e) => return Err(e).ctx("Connector::bind"),
-            }
-        };
+        // Bound first, to a port known here: a retry on the same connector is refused again,
+        // not ND_CONNECTION_ACTIVE.
+        let src = bind_free_port(&a, &c, ip)?;
         let ov = c.connect(&side.qp, dead, 0, 0, &[]).ctx("Connect")?;
         wait_status(&ov, Status::CONNECTION_REFUSED, "bound Connect to nobody")?;
         let ov = c.connect(&side.qp, dead, 0, 0, &[]).ctx("Connect again")?;
@@ -789,25 +798,8 @@ fn a_second_bind_replaces_the_first() {
         let side = Side::on(&a, SideConfig::default())?;
         let c = a.create_connector().ctx("create connector")?;
         let other = a.create_connector().ctx("create connector")?;
-        // Ports known to be free: ones released listeners held.
-        let mut tries = 0;
-        let (first, taken) = loop {
-            let first = SocketAddr::new(ip, dead_port(&a, ip)?.port());
-            let taken = SocketAddr::new(ip, dead_port(&a, ip)?.port());
-            match (c.bind(first), other.bind(taken)) {
-                (Ok(()), Ok(())) => break (first, taken),
-                // Something else on the host has such a port in the connectors' space.
-                (r1, r2) if tries < 8 => {
-                    for r in [r1, r2] {
-                        if let Err(e) = r {
-                            ensure_eq!(e.status(), Status::SHARING_VIOLATION, "Bind");
-                        }
-                    }
-                    tries += 1;
-                }
-                (r1, r2) => return Err(r1.and(r2).unwrap_err()).ctx("Connector::bind"),
-            }
-        };
+        let first = bind_free_port(&a, &c, ip)?;
+        let taken = bind_free_port(&a, &other, ip)?;
         expect_status(
             c.bind(taken),
             Status::SHARING_VIOLATION,
@@ -825,14 +817,7 @@ fn a_second_bind_replaces_the_first() {
         // The overlapping Bind, on a connector bound as `c` was.
         let d = a.create_connector().ctx("create connector")?;
         let side2 = Side::on(&a, SideConfig::default())?;
-        let port = loop {
-            let at = SocketAddr::new(ip, dead_port(&a, ip)?.port());
-            match d.bind(at) {
-                Ok(()) => break at.port(),
-                Err(e) if e.status() == Status::SHARING_VIOLATION && tries < 16 => tries += 1,
-                Err(e) => return Err(e).ctx("Connector::bind"),
-            }
-        };
+        let port = bind_free_port(&a, &d, ip)?.port();
         let wildcard = SocketAddr::new(unspecified_like(ip), port);
         d.bind(wildcard)
             .ctx("a second Bind to the same port on the wildcard address")?;

@@ -215,6 +215,15 @@ impl Link {
         }
     }
 
+    /// The queue pair's output waits for room the ring lacked when it last looked at the
+    /// tails `seen` (the producer's `seen_tails`): [`Link::set_tx_blocked`], with those tails
+    /// stored first, so that their moving drives or wakes it.
+    pub(crate) fn block_for_room(&self, seen: (u64, u64)) {
+        self.tx_seen[0].store(seen.0, Ordering::Relaxed);
+        self.tx_seen[1].store(seen.1, Ordering::Relaxed);
+        self.set_tx_blocked(true);
+    }
+
     /// The held message's receiver-not-ready bound ran out.
     pub(crate) fn rnr_expired(&self) -> bool {
         let d = self.rnr_deadline.load(Ordering::Relaxed);

@@ -85,10 +85,7 @@ impl ShmQp {
         if done {
             self.close_link(g, link);
         } else {
-            let (t, dt) = g.prod.seen_tails();
-            link.tx_seen[0].store(t, Ordering::Relaxed);
-            link.tx_seen[1].store(dt, Ordering::Relaxed);
-            link.set_tx_blocked(true);
+            link.block_for_room(g.prod.seen_tails());
         }
     }
 

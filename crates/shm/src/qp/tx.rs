@@ -1,8 +1,6 @@
 //! The initiator's side of the ring: queued requests and owed answers pushed as records, and
 //! the requests completed in order as their answers come back.
 
-use std::sync::atomic::Ordering;
-
 use netdirect_spi::{OpFlags, Result, Status};
 
 use super::{Answer, Conn, Inner, MapOut, Op, ShmQp, WRITE_INLINE_MAX};
@@ -426,10 +424,7 @@ impl ShmQp {
         }
         self.flush_wake(g);
         if blocked && g.conn == Conn::Established {
-            let (t, dt) = g.prod.seen_tails();
-            link.tx_seen[0].store(t, Ordering::Relaxed);
-            link.tx_seen[1].store(dt, Ordering::Relaxed);
-            link.set_tx_blocked(true);
+            link.block_for_room(g.prod.seen_tails());
         } else {
             link.set_tx_blocked(false);
         }

@@ -291,12 +291,8 @@ impl<T: Transport> ConnectorState<T> {
             }
             Err(e) => {
                 self.local = None;
-                if let Some(addr) = earlier {
-                    if let Some(held) = T::bind_again(addr) {
-                        self.bound = Some((held, addr));
-                        self.local = Some(addr);
-                    }
-                }
+                self.bound_before = earlier;
+                self.restore_bind();
                 Err(e)
             }
         }

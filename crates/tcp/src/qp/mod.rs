@@ -499,20 +499,7 @@ impl TcpQp {
         let wr = RecvWr { context, total };
         let checked = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
         if checked.is_err() {
-            if g.conn == Conn::Idle {
-                // Never connected: there is no connection for the error to end, and Connect
-                // says ND_CONNECTION_ACTIVE only of a queue pair that has one. The Receives
-                // posted before it are flushed first (completions keep posting order); the
-                // queue pair stays ready to connect.
-                while let Some(wr) = g.rq.pop() {
-                    self.complete_recv(wr.context, Status::CANCELED, 0, false);
-                }
-            } else {
-                // An error completion moves the queue pair to the error state (R-QP-6). The
-                // Receives posted before it are flushed first: completions keep posting order.
-                self.end(&mut g, local_catastrophic(), Status::CONNECTION_REFUSED);
-            }
-            self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
+            self.refuse_receive(&mut g, context);
             return Ok(());
         }
         // A Send may be waiting for this buffer.
@@ -520,6 +507,24 @@ impl TcpQp {
             self.progress_locked(&mut g);
         }
         Ok(())
+    }
+
+    /// A Receive whose memory failed its check completes ND_ACCESS_VIOLATION, after the
+    /// Receives posted before it are flushed (completions keep posting order). Out of line:
+    /// the repost of every message passes the call.
+    #[cold]
+    #[inline(never)]
+    fn refuse_receive(&self, g: &mut Inner, context: u64) {
+        if g.conn == Conn::Idle {
+            // Never connected: there is no connection for the error to end, and Connect says
+            // ND_CONNECTION_ACTIVE only of a queue pair that has one. Flushed as Flush of an
+            // unconnected queue pair does; the queue pair stays ready to connect.
+            self.flush_all(g);
+        } else {
+            // An error completion moves the queue pair to the error state (R-QP-6).
+            self.end(g, local_catastrophic(), Status::CONNECTION_REFUSED);
+        }
+        self.complete_recv(context, Status::ACCESS_VIOLATION, 0, false);
     }
 
     /// `Send`, `Write` and `Read`: validation, local SGE checks, then the initiator queue.
