@@ -6,13 +6,17 @@
 #![allow(clippy::single_range_in_vec_init)]
 
 use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
 
-use netdirect::{MemoryRegion, MemoryWindow, MrFlags, OpFlags, Provider, RequestType, Status};
+use netdirect::{
+    Adapter, CompletionQueue, MemoryRegion, MemoryWindow, MrFlags, NdResult, OpFlags, Provider,
+    RequestType, Status,
+};
 use netdirect_conformance::check::{
     expect_empty, expect_status, next_results, wait_ok, Check, Context, Expect,
 };
 use netdirect_conformance::harness;
-use netdirect_conformance::side::{connect_pair, default_pair};
+use netdirect_conformance::side::{connect_pair, connect_pair_reading, default_pair};
 use netdirect_conformance::{ensure, Needs, Side, SideConfig};
 
 fn each(name: &'static str, f: fn(&Provider, IpAddr) -> Check) {
@@ -140,12 +144,6 @@ fn one_sided_argument_checks() {
             Status::BUFFER_OVERFLOW,
             "INLINE Write larger than the inline limit",
         )?;
-        // connect_pair used Connect(0, 0): no outbound Reads.
-        expect_status(
-            client.rdma_read(1, &[0..8], 0, 0, OpFlags::empty()),
-            Status::INVALID_DEVICE_REQUEST,
-            "Read on a connection with ORD 0",
-        )?;
         // Bind: the region must allow what the window grants, and contain it.
         let ro = client.register_again(MrFlags::ALLOW_REMOTE_READ)?;
         expect_status(
@@ -239,6 +237,190 @@ fn write_from_unregistered_memory_fails_locally() {
             .check(&r[0], "the peer's Receive after a local error")?;
         Ok(())
     });
+}
+
+/// A Read on a connection with no outbound Reads (ORD 0) can never be issued. Read does not
+/// list a synchronous status for it (IND2QueuePair::Read): the post succeeds, and the Read
+/// completes `ND_INVALID_DEVICE_REQUEST` (a malformed request, nd-reference.md §2.5) in its
+/// turn, after the Write before it, and ends the connection, as any error completion does.
+#[test]
+fn a_read_without_outbound_reads_fails_in_its_turn() {
+    each("rdma-read-ord-0", |p, ip| {
+        // Connect(0, 0) and Accept(0, 0): no Reads either way.
+        let (_a, server, client, _listener) = default_pair(p, ip)?;
+        let target = server.register_again(MrFlags::ALLOW_REMOTE_WRITE)?;
+        server.recv(1, &[0..64]).ctx("post Receive")?;
+        client
+            .rdma_write(
+                2,
+                &[0..8],
+                server.addr(0),
+                target.get_remote_token(),
+                OpFlags::empty(),
+            )
+            .ctx("Write before it")?;
+        client
+            .rdma_read(
+                3,
+                &[0..8],
+                server.addr(0),
+                target.get_remote_token(),
+                OpFlags::empty(),
+            )
+            .ctx("Read with ORD 0")?;
+        client
+            .send(4, &[0..8], OpFlags::empty())
+            .ctx("Send after it")?;
+        let r = next_results(&client.scq, 3, "the Write, the Read and the Send")?;
+        let q = client.qp_context;
+        done(RequestType::Write, Status::SUCCESS, 2, q).check(&r[0], "Write before it")?;
+        done(RequestType::Read, Status::INVALID_DEVICE_REQUEST, 3, q)
+            .check(&r[1], "Read with ORD 0")?;
+        Expect::send(Status::CANCELED, 4, q).check(&r[2], "Send after it")?;
+        let r = next_results(&server.rcq, 1, "the server's Receive")?;
+        Expect::recv(Status::CANCELED, 1, server.qp_context, None)
+            .check(&r[0], "the peer's Receive after the error")?;
+        Ok(())
+    });
+}
+
+/// More bytes than a loopback TCP connection can hold in flight (the largest send buffer
+/// plus the largest receive buffer the kernel allows, by `/proc`), and more than an `shm`
+/// ring: a response this long cannot be wholly handed over before its reader takes some.
+fn beyond_what_is_in_flight() -> usize {
+    let max = |name: &str| -> usize {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(2)?.parse().ok())
+            .unwrap_or(32 << 20)
+    };
+    max("tcp_rmem") + max("tcp_wmem") + (4 << 20)
+}
+
+/// IND2QueuePair::Invalidate: "Any in-progress data transfers that reference the memory
+/// window will fail." The target of a long Read invalidates the window the Read reads through
+/// once the first bytes of the response reached the initiator: no more of it goes, the
+/// initiator's Read completes `ND_ACCESS_VIOLATION` and the Send after it `ND_CANCELED`, and
+/// the connection ends, which flushes the target's Invalidate `ND_CANCELED` (the window is
+/// unbound all the same). Each end is on an adapter of its own, driven by this thread only.
+#[test]
+fn a_read_response_fails_when_its_window_is_invalidated() {
+    each("rdma-read-invalidated", |p, ip| {
+        // The Read takes `read` bytes from the start of the buffers; the Send goes from and
+        // into the last 64 bytes.
+        let read = beyond_what_is_in_flight();
+        let len = read + 64;
+        let msg = read..read + 8;
+        let side = |qp_context| -> Check<Side> {
+            let a = p
+                .open_adapter_for(SocketAddr::new(ip, 0))
+                .ctx("open adapter")?;
+            let cfg = SideConfig {
+                buf_len: len,
+                qp_context,
+                ..SideConfig::default()
+            };
+            Side::on(&a, cfg)
+        };
+        let (server, client) = (side(0x5E)?, side(0xC1)?);
+        let _listener = connect_pair_reading(&server, &client, ip, 1)?;
+        // SAFETY: nothing is posted on the server's buffer yet.
+        unsafe {
+            server.write(&[0..1], &[0xA5]);
+            server.write(&[read - 1..read], &[0xA5]);
+        }
+        let w = server
+            .adapter
+            .create_memory_window()
+            .ctx("CreateMemoryWindow")?;
+        server
+            .qp
+            .bind(
+                1,
+                &server.mr,
+                &w,
+                server.buf.as_ptr(),
+                len,
+                OpFlags::ALLOW_READ,
+            )
+            .ctx("Bind")?;
+        let r = next_results(&server.scq, 1, "Bind")?;
+        done(RequestType::Bind, Status::SUCCESS, 1, 0x5E).check(&r[0], "Bind")?;
+        server
+            .recv(2, std::slice::from_ref(&msg))
+            .ctx("server Receive")?;
+        client
+            .rdma_read(
+                3,
+                &[0..read],
+                server.addr(0),
+                w.get_remote_token(),
+                OpFlags::empty(),
+            )
+            .ctx("Read")?;
+        client
+            .send(4, &[msg], OpFlags::empty())
+            .ctx("Send after the Read")?;
+        // Until the response began to arrive. Before the client first took any of it, the
+        // server could hand over no more than what is in flight, and the client took no
+        // more than that: the response is in progress.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            server.adapter.progress();
+            client.adapter.progress();
+            // SAFETY: one thread: the providers write the sink only inside the calls above.
+            if unsafe { client.read(&[0..1], 1) } == [0xA5] {
+                break;
+            }
+            ensure!(Instant::now() < deadline, "no byte of the response in 20 s");
+        }
+        server
+            .qp
+            .invalidate(5, &w, OpFlags::empty())
+            .ctx("Invalidate")?;
+        let r = next_results(&server.scq, 1, "Invalidate")?;
+        done(RequestType::Invalidate, Status::CANCELED, 5, 0x5E).check(&r[0], "Invalidate")?;
+        // The server is driven too: what is left of the frame on the wire, and the
+        // Terminate, go as the client takes the bytes before them.
+        let r = results_driving(
+            &client.scq,
+            2,
+            &server.adapter,
+            "the client's Read and Send",
+        )?;
+        done(RequestType::Read, Status::ACCESS_VIOLATION, 3, 0xC1)
+            .check(&r[0], "Read through the invalidated window")?;
+        Expect::send(Status::CANCELED, 4, 0xC1).check(&r[1], "Send after the Read")?;
+        // SAFETY: the Read has completed.
+        let tail = unsafe { client.read(&[read - 1..read], 1) };
+        ensure!(
+            tail == [0],
+            "the end of the response arrived after the Invalidate"
+        );
+        Ok(())
+    });
+}
+
+/// Poll `cq` for `n` completions, driving `other` (the peer's adapter) between polls.
+fn results_driving(
+    cq: &CompletionQueue,
+    n: usize,
+    other: &Adapter,
+    what: &str,
+) -> Check<Vec<NdResult>> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut out = vec![NdResult::EMPTY; n];
+    let mut got = 0;
+    while got < n {
+        got += cq.get_results(&mut out[got..]);
+        other.progress();
+        ensure!(
+            Instant::now() < deadline,
+            "{what}: only {got} of {n} completions in 20 s: {:?}",
+            &out[..got]
+        );
+    }
+    Ok(out)
 }
 
 #[test]
@@ -511,7 +693,7 @@ fn a_placed_write_succeeds_when_the_target_flushes() {
             .ctx("Write")?;
         // Drive the target alone until the bytes are there (its CQ's poll drives its queue
         // pair); the initiator is not polled, so its Write has not completed yet.
-        let mut none = [netdirect::NdResult::default(); 1];
+        let mut none = [NdResult::default(); 1];
         let mut placed = false;
         for _ in 0..10_000_000 {
             server.rcq.get_results(&mut none);

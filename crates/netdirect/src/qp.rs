@@ -141,10 +141,11 @@ impl QueuePair {
     /// The SGEs must be registered with `ALLOW_LOCAL_WRITE`. Flags: `SILENT_SUCCESS`,
     /// `READ_FENCE` (else `ND_INVALID_PARAMETER_6`).
     ///
-    /// Synchronous errors as for [`QueuePair::send`], plus `ND_INVALID_DEVICE_REQUEST` when
-    /// the connection allows no outbound Reads (ORD 0). A read the peer refuses (bad token,
-    /// rights, bounds) completes with `ND_ACCESS_VIOLATION` (nd-reference.md D6) and ends the
-    /// connection; the peer's memory is not read.
+    /// Synchronous errors as for [`QueuePair::send`]. On a connection that allows no outbound
+    /// Reads (ORD 0) the Read can never be issued: it completes `ND_INVALID_DEVICE_REQUEST`
+    /// in its turn and ends the connection, as any error completion does. A read the peer
+    /// refuses (bad token, rights, bounds) completes with `ND_ACCESS_VIOLATION`
+    /// (nd-reference.md D6) and ends the connection; the peer's memory is not read.
     ///
     /// # Safety
     /// The memory must not be read or written until the Read completes.

@@ -185,7 +185,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "rdma-read-limits",
         summary: "Connect(0, 3) / Accept(3, 0): exact GetReadLimits; 24 Reads (some of 4 SGEs) \
-                  posted at once never exceed the IRD; a Read with ORD 0 is refused",
+                  posted at once never exceed the IRD",
         flow: Flow::Normal,
         server: rdma::read_limits_server,
         client: rdma::read_limits_client,

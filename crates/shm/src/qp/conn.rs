@@ -7,6 +7,7 @@ use std::sync::Arc;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::{fail, Result, Status};
 
+use super::tx::Halt;
 use super::{Answer, Conn, Inner, MapOut, ShmQp};
 use crate::link::Link;
 use crate::mem::Owned;
@@ -63,7 +64,9 @@ impl ShmQp {
             || link.peer_eof.load(Ordering::Acquire)
             || self.discard_rx(g, link).is_err()
             || match self.push_answers(g, &tx) {
-                Ok(true) => match g.prod.has_room(&tx, 0) {
+                // A revoked Read response was dropped with the answers after it: the last
+                // word follows what went before it.
+                Ok(true) | Err(Halt::Revoked) => match g.prod.has_room(&tx, 0) {
                     Ok(true) => {
                         g.prod.push_header(&tx, kind, 0, total, &Owned(&[]), 0, 0);
                         true
@@ -79,7 +82,7 @@ impl ShmQp {
                             .front()
                             .is_some_and(|a| !matches!(a, Answer::Ack | Answer::Done { .. }))
                 }
-                Err(Violation) => true,
+                Err(Halt::Violation) => true,
             };
         link.wake_peer();
         if done {
@@ -175,7 +178,8 @@ impl ShmQp {
         let Some(link) = self.link.get() else { return };
         match self.push_answers(g, &link.tx()) {
             Ok(_) => link.wake_peer(),
-            Err(Violation) => self.close(g, Status::CONNECTION_REFUSED),
+            Err(Halt::Violation) => self.close(g, Status::CONNECTION_REFUSED),
+            Err(Halt::Revoked) => self.refuse(g, link),
         }
     }
 

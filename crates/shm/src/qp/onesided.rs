@@ -211,7 +211,7 @@ impl ShmQp {
                     total,
                     sent: 0,
                     hdr: false,
-                    _reg: reg,
+                    reg,
                 }));
                 g.answers_reads += 1;
                 Served::Done

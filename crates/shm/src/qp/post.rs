@@ -262,15 +262,19 @@ impl ShmQp {
         let mut g = self.lock();
         let total = self.check_initiator_post(&g, sge, flags)?;
         let inline = flags.contains(OpFlags::INLINE);
-        if is_read && g.conn != Conn::Closed && g.ord == 0 {
-            // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
-            // a peer with IRD 0): such a Read could never be issued (as tcp).
-            return fail(Status::INVALID_DEVICE_REQUEST);
-        }
         let mut wr = SendWr::new(context, flags, total, op);
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_wr(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        if is_read && g.ord == 0 {
+            // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
+            // a peer with IRD 0): the Read can never be issued. It completes
+            // ND_INVALID_DEVICE_REQUEST in its turn, then the connection ends (as tcp).
+            wr.error = Some(Status::INVALID_DEVICE_REQUEST);
+            g.sq.push_bare(wr);
+            self.progress_tx(&mut g);
             return Ok(());
         }
         if inline {

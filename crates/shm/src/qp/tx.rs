@@ -7,6 +7,26 @@ use super::{Answer, Conn, Inner, MapOut, Op, ShmQp, WRITE_INLINE_MAX};
 use crate::mem::{self, Owned, Prefixed, Segs, Src};
 use crate::ring::{flag, kind, Desc, Violation, INLINE_MAX, RTS_MAX_SGES};
 
+/// Why [`ShmQp::push_answers`] stopped before the last answer.
+#[derive(Debug)]
+pub(super) enum Halt {
+    /// Our ring broke its protocol (`Violation`): the connection ends without a last word.
+    Violation,
+    /// The Read response at the front reads memory whose registration went since the peer's
+    /// request was checked (a window invalidated or released, a region deregistered): the
+    /// transfer fails (IND2QueuePair::Invalidate, "any in-progress data transfers that
+    /// reference the memory window will fail"), as a Write's next chunk into such memory does
+    /// (`progress_rx`). It and every answer after it were dropped; the caller ends the
+    /// connection with a TERM record, which completes the peer's Read `ND_ACCESS_VIOLATION`.
+    Revoked,
+}
+
+impl From<Violation> for Halt {
+    fn from(_: Violation) -> Self {
+        Self::Violation
+    }
+}
+
 impl ShmQp {
     /// Push the answers we owe, in order, as far as they fit. `Ok(true)`: all of them.
     ///
@@ -18,11 +38,20 @@ impl ShmQp {
         &self,
         g: &mut Inner,
         tx: &crate::segment::Chan<'_>,
-    ) -> Result<bool, Violation> {
+    ) -> Result<bool, Halt> {
         let mid_message = g.tx_sent > 0 || g.tx_hdr;
         while let Some(a) = g.answers.front() {
             if mid_message && !matches!(a, Answer::Ack | Answer::Done { .. }) {
                 return Ok(false);
+            }
+            if let Answer::Read(r) = a {
+                // Checked before each push of it, header or chunk, under our lock: an
+                // Invalidate through this queue pair stops the rest at once.
+                if r.reg.as_ref().is_some_and(|reg| !reg.is_valid()) {
+                    g.answers.clear();
+                    g.answers_reads = 0;
+                    return Err(Halt::Revoked);
+                }
             }
             let done = match a {
                 Answer::Ack => g.prod.has_room(tx, 0)?.then(|| {
@@ -57,7 +86,7 @@ impl ShmQp {
 
     /// Push as much of the response at the front of `answers` as fits. `Ok(true)`: all of it
     /// is in the ring (the caller pops it).
-    fn push_resp(&self, g: &mut Inner, tx: &crate::segment::Chan<'_>) -> Result<bool, Violation> {
+    fn push_resp(&self, g: &mut Inner, tx: &crate::segment::Chan<'_>) -> Result<bool, Halt> {
         let chunk = self.shared.config.chunk as u64;
         let Inner { prod, answers, .. } = g;
         let Some(Answer::Read(r)) = answers.front_mut() else {
@@ -115,8 +144,12 @@ impl ShmQp {
                 pushed = true;
                 match self.push_answers(g, &tx) {
                     Ok(all) => blocked = !all && g.tx_sent == 0 && !g.tx_hdr,
-                    Err(Violation) => {
+                    Err(Halt::Violation) => {
                         self.close(g, Status::CONNECTION_REFUSED);
+                        return;
+                    }
+                    Err(Halt::Revoked) => {
+                        self.refuse(g, link);
                         return;
                     }
                 }

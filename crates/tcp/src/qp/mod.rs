@@ -173,8 +173,12 @@ pub(crate) struct OutRead {
 /// An inbound Read Request whose Response is queued and not yet fully handed to TCP.
 #[derive(Debug)]
 pub(crate) struct InRead {
-    /// Keeps the source registration (and owned memory) alive until the Response is sent.
-    _src: Option<Arc<Registration>>,
+    /// Keeps the source registration (and owned memory) alive until the Response is sent,
+    /// and tells whether it still may be: a window invalidated or released, or a region
+    /// deregistered, since the request was checked fails the rest (`Qp::revoked_response`).
+    src: Option<Arc<Registration>>,
+    /// The Terminate that fails the request then: "invalid STag" with its headers.
+    term: Terminate,
     /// A zero-length Read: the peer's probe may be any of those queued.
     zero: bool,
 }
@@ -579,15 +583,21 @@ impl TcpQp {
         {
             return fail(Status::BUFFER_OVERFLOW);
         }
-        if is_read && g.conn != Conn::Closed && g.rdma.ord == 0 {
-            // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
-            // a peer with IRD 0): such a Read could never be issued.
-            return fail(Status::INVALID_DEVICE_REQUEST);
-        }
-        let wr = SendWr::new(context, kind, flags, total);
+        let mut wr = SendWr::new(context, kind, flags, total);
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_send(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        if is_read && g.rdma.ord == 0 {
+            // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
+            // a peer with IRD 0): the Read can never be issued. Not a status Read returns
+            // (IND2QueuePair::Read): it completes ND_INVALID_DEVICE_REQUEST in its turn, a
+            // malformed request (nd-reference.md §2.5, the ND2_RESULT status table).
+            wr.error = Some(Status::INVALID_DEVICE_REQUEST);
+            g.sq.push_bare(wr);
+            self.encode_pending(&mut g);
+            self.flush_tx(&mut g);
             return Ok(());
         }
         // The common small Send, with nothing queued before it: framed on the stack and
@@ -867,6 +877,12 @@ impl TcpQp {
         let Some(sock) = g.sock.as_ref().map(|s| s.get()) else {
             return;
         };
+        if !g.rdma.irq.is_empty() && g.conn != Conn::Closed {
+            if let Some(term) = revoked_response(&g.rdma) {
+                self.cut_response(g, term);
+                return;
+            }
+        }
         let result = g.tx.write_to(sock);
         g.lazy = false;
         if let Some(s) = &g.sock {
@@ -1010,6 +1026,17 @@ impl TcpQp {
         self.close(g, Status::CONNECTION_REFUSED, Ending::Terminate(term));
     }
 
+    /// A queued Read Response fails (`revoked_response`): the rest of the frame on the wire
+    /// goes (the stream stays framed; those bytes were taken before the registration went),
+    /// nothing more of it or of anything queued after it, and a Terminate naming its Read
+    /// Request ends the connection; the peer's Read completes `ND_ACCESS_VIOLATION`.
+    #[cold]
+    #[inline(never)]
+    fn cut_response(&self, g: &mut Inner, term: Terminate) {
+        g.tx.cut_to_current_frame();
+        self.terminate(g, term);
+    }
+
     /// Tear down after a local error; `status` is what a pending Accept gets.
     fn end(&self, g: &mut Inner, term: Terminate, status: Status) {
         self.close(g, status, Ending::Terminate(term));
@@ -1020,6 +1047,12 @@ impl TcpQp {
     fn close(&self, g: &mut Inner, accept_status: Status, how: Ending) {
         if g.conn == Conn::Closed && g.sock.is_none() {
             return;
+        }
+        if let (Ending::Graceful, Conn::Established | Conn::AwaitRtr) = (&how, g.conn) {
+            // A Disconnect does not send what may no longer be read.
+            if let Some(term) = revoked_response(&g.rdma) {
+                return self.cut_response(g, term);
+            }
         }
         let was_open = g.conn != Conn::Closed;
         g.conn = Conn::Closed;
@@ -1327,6 +1360,19 @@ impl TcpQp {
     }
 }
 
+/// The Terminate for the first queued Read Response whose source registration went since its
+/// Read Request was checked (a window invalidated or released, a region deregistered). Its
+/// transfer fails (IND2QueuePair::Invalidate: "any in-progress data transfers that reference
+/// the memory window will fail"), as a Write's next segment into such memory does
+/// (`on_write`): "invalid STag" (0x0/0x1/0x00), the status a Read Request naming it now
+/// would get.
+fn revoked_response(r: &Rdma) -> Option<Terminate> {
+    r.irq
+        .iter()
+        .find(|q| q.src.as_ref().is_some_and(|s| !s.is_valid()))
+        .map(|q| q.term)
+}
+
 /// The Terminate for a local fatal error (RFC 5040 §4.8: 0x0/0x0, siw's code 0xFF).
 fn local_catastrophic() -> Terminate {
     Terminate::new(TermError::RdmapLocalCatastrophic(0xFF))
@@ -1494,7 +1540,8 @@ mod ird_tests {
         };
         for &size in queued {
             r.irq.push_back(InRead {
-                _src: None,
+                src: None,
+                term: local_catastrophic(),
                 zero: size == 0,
             });
             r.irq_zero += usize::from(size == 0);

@@ -595,7 +595,8 @@ impl TcpQp {
             g.lazy = true;
         }
         let zero = rr.size == 0;
-        g.rdma.irq.push_back(InRead { _src: src, zero });
+        let term = h.terminate_for(TermError::RdmapInvalidStag);
+        g.rdma.irq.push_back(InRead { src, term, zero });
         g.rdma.irq_zero += usize::from(zero);
         g.tx.encode_read_response(rr.sink_stag, rr.sink_to, rr.src_to, rr.size, g.crc);
         g.rx.dest = Dest::Discard;
