@@ -222,7 +222,7 @@ struct Resp {
     /// The RRESP header record is in the ring; CHUNK records follow.
     hdr: bool,
     /// The source registration, held until the last byte is in the ring (a Deregister waits).
-    /// Checked before each push: a window invalidated or released meanwhile, or a region
+    /// Checked each time more of it is pushed: a window invalidated or released, or a region
     /// deregistered, fails the rest (`tx::Halt::Revoked`).
     reg: Option<Arc<Registration>>,
 }

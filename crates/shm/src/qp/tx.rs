@@ -45,8 +45,8 @@ impl ShmQp {
                 return Ok(false);
             }
             if let Answer::Read(r) = a {
-                // Checked before each push of it, header or chunk, under our lock: an
-                // Invalidate through this queue pair stops the rest at once.
+                // Checked each time more of it is to go, under our lock: an Invalidate through
+                // this queue pair (which takes the lock) stops the rest at once.
                 if r.reg.as_ref().is_some_and(|reg| !reg.is_valid()) {
                     g.answers.clear();
                     g.answers_reads = 0;

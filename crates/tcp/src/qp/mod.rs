@@ -175,7 +175,7 @@ pub(crate) struct OutRead {
 pub(crate) struct InRead {
     /// Keeps the source registration (and owned memory) alive until the Response is sent,
     /// and tells whether it still may be: a window invalidated or released, or a region
-    /// deregistered, since the request was checked fails the rest (`Qp::revoked_response`).
+    /// deregistered, since the request was checked fails the rest (`revoked_response`).
     src: Option<Arc<Registration>>,
     /// The Terminate that fails the request then: "invalid STag" with its headers.
     term: Terminate,
