@@ -297,108 +297,155 @@ fn beyond_what_is_in_flight() -> usize {
     max("tcp_rmem") + max("tcp_wmem") + (4 << 20)
 }
 
+/// How the target takes away the memory a Read is reading.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Revoke {
+    /// Invalidate the window the Read names.
+    Invalidate,
+    /// Deregister the region the Read names.
+    Deregister,
+}
+
 /// IND2QueuePair::Invalidate: "Any in-progress data transfers that reference the memory
 /// window will fail." The target of a long Read invalidates the window the Read reads through
 /// once the first bytes of the response reached the initiator: no more of it goes, the
 /// initiator's Read completes `ND_ACCESS_VIOLATION` and the Send after it `ND_CANCELED`, and
 /// the connection ends, which flushes the target's Invalidate `ND_CANCELED` (the window is
-/// unbound all the same). Each end is on an adapter of its own, driven by this thread only.
+/// unbound all the same).
 #[test]
 fn a_read_response_fails_when_its_window_is_invalidated() {
     each("rdma-read-invalidated", |p, ip| {
-        // The Read takes `read` bytes from the start of the buffers; the Send goes from and
-        // into the last 64 bytes.
-        let read = beyond_what_is_in_flight();
-        let len = read + 64;
-        let msg = read..read + 8;
-        let side = |qp_context| -> Check<Side> {
-            let a = p
-                .open_adapter_for(SocketAddr::new(ip, 0))
-                .ctx("open adapter")?;
-            let cfg = SideConfig {
-                buf_len: len,
-                qp_context,
-                ..SideConfig::default()
-            };
-            Side::on(&a, cfg)
-        };
-        let (server, client) = (side(0x5E)?, side(0xC1)?);
-        let _listener = connect_pair_reading(&server, &client, ip, 1)?;
-        // SAFETY: nothing is posted on the server's buffer yet.
-        unsafe {
-            server.write(&[0..1], &[0xA5]);
-            server.write(&[read - 1..read], &[0xA5]);
-        }
-        let w = server
-            .adapter
-            .create_memory_window()
-            .ctx("CreateMemoryWindow")?;
-        server
-            .qp
-            .bind(
-                1,
-                &server.mr,
-                &w,
-                server.buf.as_ptr(),
-                len,
-                OpFlags::ALLOW_READ,
-            )
-            .ctx("Bind")?;
-        let r = next_results(&server.scq, 1, "Bind")?;
-        done(RequestType::Bind, Status::SUCCESS, 1, 0x5E).check(&r[0], "Bind")?;
-        server
-            .recv(2, std::slice::from_ref(&msg))
-            .ctx("server Receive")?;
-        client
-            .rdma_read(
-                3,
-                &[0..read],
-                server.addr(0),
-                w.get_remote_token(),
-                OpFlags::empty(),
-            )
-            .ctx("Read")?;
-        client
-            .send(4, &[msg], OpFlags::empty())
-            .ctx("Send after the Read")?;
-        // Until the response began to arrive. Before the client first took any of it, the
-        // server could hand over no more than what is in flight, and the client took no
-        // more than that: the response is in progress.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            server.adapter.progress();
-            client.adapter.progress();
-            // SAFETY: one thread: the providers write the sink only inside the calls above.
-            if unsafe { client.read(&[0..1], 1) } == [0xA5] {
-                break;
-            }
-            ensure!(Instant::now() < deadline, "no byte of the response in 20 s");
-        }
-        server
-            .qp
-            .invalidate(5, &w, OpFlags::empty())
-            .ctx("Invalidate")?;
-        let r = next_results(&server.scq, 1, "Invalidate")?;
-        done(RequestType::Invalidate, Status::CANCELED, 5, 0x5E).check(&r[0], "Invalidate")?;
-        // The server is driven too: what is left of the frame on the wire, and the
-        // Terminate, go as the client takes the bytes before them.
-        let r = results_driving(
-            &client.scq,
-            2,
-            &server.adapter,
-            "the client's Read and Send",
-        )?;
-        done(RequestType::Read, Status::ACCESS_VIOLATION, 3, 0xC1)
-            .check(&r[0], "Read through the invalidated window")?;
-        Expect::send(Status::CANCELED, 4, 0xC1).check(&r[1], "Send after the Read")?;
-        // SAFETY: the Read has completed.
-        let tail = unsafe { client.read(&[read - 1..read], 1) };
-        ensure!(
-            tail == [0],
-            "the end of the response arrived after the Invalidate"
-        );
-        Ok(())
+        revoked_mid_read(p, ip, Revoke::Invalidate)
     });
+}
+
+/// The same with the region the Read names deregistered instead, as a Write's later segments
+/// into a deregistered region are refused: the Read fails the same way, and the Deregister
+/// completes once the response has let go of the region.
+#[test]
+fn a_read_response_fails_when_its_region_is_deregistered() {
+    each("rdma-read-deregistered", |p, ip| {
+        revoked_mid_read(p, ip, Revoke::Deregister)
+    });
+}
+
+/// A Read longer than what can be in flight, from memory the target takes away (`how`) once
+/// the response began to arrive. Each end is on an adapter of its own, driven by this thread
+/// only.
+fn revoked_mid_read(p: &Provider, ip: IpAddr, how: Revoke) -> Check {
+    // The Read takes `read` bytes from the start of the buffers; the Send goes from and into
+    // the last 64 bytes.
+    let read = beyond_what_is_in_flight();
+    let len = read + 64;
+    let msg = read..read + 8;
+    // For a Deregister the Read names heap memory of a region of its own: shm grants a
+    // `Buffer`'s memory to the initiator, which then copies the whole Read at once, a copy
+    // that cannot be cut (docs/ARCHITECTURE.md, "Mapped Writes and Reads"). Declared before
+    // the queue pairs, so that it outlives them whatever happens.
+    let mut heap = match how {
+        Revoke::Invalidate => Vec::new(),
+        Revoke::Deregister => vec![0u8; read],
+    };
+    let side = |qp_context| -> Check<Side> {
+        let a = p
+            .open_adapter_for(SocketAddr::new(ip, 0))
+            .ctx("open adapter")?;
+        let cfg = SideConfig {
+            buf_len: len,
+            qp_context,
+            ..SideConfig::default()
+        };
+        Side::on(&a, cfg)
+    };
+    let (server, client) = (side(0x5E)?, side(0xC1)?);
+    let _listener = connect_pair_reading(&server, &client, ip, 1)?;
+    // SAFETY: nothing is posted on the server's buffer yet.
+    unsafe {
+        server.write(&[0..1], &[0xA5]);
+        server.write(&[read - 1..read], &[0xA5]);
+    }
+    let w = server
+        .adapter
+        .create_memory_window()
+        .ctx("CreateMemoryWindow")?;
+    let region = server.adapter.create_memory_region().ctx("create MR")?;
+    let (addr, token) = match how {
+        Revoke::Invalidate => {
+            let (buf, flags) = (server.buf.as_ptr(), OpFlags::ALLOW_READ);
+            server
+                .qp
+                .bind(1, &server.mr, &w, buf, len, flags)
+                .ctx("Bind")?;
+            let r = next_results(&server.scq, 1, "Bind")?;
+            done(RequestType::Bind, Status::SUCCESS, 1, 0x5E).check(&r[0], "Bind")?;
+            (server.addr(0), w.get_remote_token())
+        }
+        Revoke::Deregister => {
+            heap[0] = 0xA5;
+            heap[read - 1] = 0xA5;
+            let flags = MrFlags::ALLOW_REMOTE_READ;
+            // SAFETY: `heap` outlives every queue pair that could reach it (declared first),
+            // and is not touched again.
+            let ov = unsafe { region.register(heap.as_mut_ptr(), read, flags) }.ctx("register")?;
+            wait_ok(&ov, "register")?;
+            (heap.as_ptr() as u64, region.get_remote_token())
+        }
+    };
+    server
+        .recv(2, std::slice::from_ref(&msg))
+        .ctx("server Receive")?;
+    client
+        .rdma_read(3, &[0..read], addr, token, OpFlags::empty())
+        .ctx("Read")?;
+    client
+        .send(4, &[msg], OpFlags::empty())
+        .ctx("Send after the Read")?;
+    // Until the response began to arrive. Before the client first took any of it, the server
+    // could hand over no more than what is in flight, and the client took no more than that:
+    // the response is in progress.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        server.adapter.progress();
+        client.adapter.progress();
+        // SAFETY: one thread: the providers write the sink only inside the calls above.
+        if unsafe { client.read(&[0..1], 1) } == [0xA5] {
+            break;
+        }
+        ensure!(Instant::now() < deadline, "no byte of the response in 20 s");
+    }
+    let deregistered = match how {
+        Revoke::Invalidate => {
+            server
+                .qp
+                .invalidate(5, &w, OpFlags::empty())
+                .ctx("Invalidate")?;
+            let r = next_results(&server.scq, 1, "Invalidate")?;
+            done(RequestType::Invalidate, Status::CANCELED, 5, 0x5E).check(&r[0], "Invalidate")?;
+            None
+        }
+        Revoke::Deregister => Some(region.deregister().ctx("Deregister")?),
+    };
+    // The server is driven too: what is left of the frame on the wire, and the Terminate, go
+    // as the client takes the bytes before them.
+    let r = results_driving(
+        &client.scq,
+        2,
+        &server.adapter,
+        "the client's Read and Send",
+    )?;
+    done(RequestType::Read, Status::ACCESS_VIOLATION, 3, 0xC1)
+        .check(&r[0], "Read of memory taken away")?;
+    Expect::send(Status::CANCELED, 4, 0xC1).check(&r[1], "Send after the Read")?;
+    if let Some(ov) = deregistered {
+        wait_ok(&ov, "Deregister")?;
+    }
+    // SAFETY: the Read has completed.
+    let tail = unsafe { client.read(&[read - 1..read], 1) };
+    ensure!(
+        tail == [0],
+        "the end of the response arrived after the memory was taken away"
+    );
+    Ok(())
 }
 
 /// Poll `cq` for `n` completions, driving `other` (the peer's adapter) between polls.
