@@ -302,6 +302,8 @@ fn beyond_what_is_in_flight() -> usize {
 enum Revoke {
     /// Invalidate the window the Read names.
     Invalidate,
+    /// Release the window the Read names (which unbinds it, nd-reference.md G10).
+    Release,
     /// Deregister the region the Read names.
     Deregister,
 }
@@ -316,6 +318,14 @@ enum Revoke {
 fn a_read_response_fails_when_its_window_is_invalidated() {
     each("rdma-read-invalidated", |p, ip| {
         revoked_mid_read(p, ip, Revoke::Invalidate)
+    });
+}
+
+/// The same with the window released instead of invalidated: no more of the response goes.
+#[test]
+fn a_read_response_fails_when_its_window_is_released() {
+    each("rdma-read-window-released", |p, ip| {
+        revoked_mid_read(p, ip, Revoke::Release)
     });
 }
 
@@ -343,7 +353,7 @@ fn revoked_mid_read(p: &Provider, ip: IpAddr, how: Revoke) -> Check {
     // that cannot be cut (docs/ARCHITECTURE.md, "Mapped Writes and Reads"). Declared before
     // the queue pairs, so that it outlives them whatever happens.
     let mut heap = match how {
-        Revoke::Invalidate => Vec::new(),
+        Revoke::Invalidate | Revoke::Release => Vec::new(),
         Revoke::Deregister => vec![0u8; read],
     };
     let side = |qp_context| -> Check<Side> {
@@ -370,7 +380,7 @@ fn revoked_mid_read(p: &Provider, ip: IpAddr, how: Revoke) -> Check {
         .ctx("CreateMemoryWindow")?;
     let region = server.adapter.create_memory_region().ctx("create MR")?;
     let (addr, token) = match how {
-        Revoke::Invalidate => {
+        Revoke::Invalidate | Revoke::Release => {
             let (buf, flags) = (server.buf.as_ptr(), OpFlags::ALLOW_READ);
             server
                 .qp
@@ -421,6 +431,10 @@ fn revoked_mid_read(p: &Provider, ip: IpAddr, how: Revoke) -> Check {
                 .ctx("Invalidate")?;
             let r = next_results(&server.scq, 1, "Invalidate")?;
             done(RequestType::Invalidate, Status::CANCELED, 5, 0x5E).check(&r[0], "Invalidate")?;
+            None
+        }
+        Revoke::Release => {
+            drop(w);
             None
         }
         Revoke::Deregister => Some(region.deregister().ctx("Deregister")?),

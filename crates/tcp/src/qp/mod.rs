@@ -879,7 +879,9 @@ impl TcpQp {
         };
         if !g.rdma.irq.is_empty() && g.conn != Conn::Closed {
             if let Some(term) = revoked_response(&g.rdma) {
-                self.cut_response(g, term);
+                // Only the rest of the frame on the wire goes, then the Terminate (`close`):
+                // the peer's Read completes ND_ACCESS_VIOLATION.
+                self.terminate(g, term);
                 return;
             }
         }
@@ -1026,17 +1028,6 @@ impl TcpQp {
         self.close(g, Status::CONNECTION_REFUSED, Ending::Terminate(term));
     }
 
-    /// A queued Read Response fails (`revoked_response`): the rest of the frame on the wire
-    /// goes (the stream stays framed; those bytes were taken before the registration went),
-    /// nothing more of it or of anything queued after it, and a Terminate naming its Read
-    /// Request ends the connection; the peer's Read completes `ND_ACCESS_VIOLATION`.
-    #[cold]
-    #[inline(never)]
-    fn cut_response(&self, g: &mut Inner, term: Terminate) {
-        g.tx.cut_to_current_frame();
-        self.terminate(g, term);
-    }
-
     /// Tear down after a local error; `status` is what a pending Accept gets.
     fn end(&self, g: &mut Inner, term: Terminate, status: Status) {
         self.close(g, status, Ending::Terminate(term));
@@ -1048,12 +1039,6 @@ impl TcpQp {
         if g.conn == Conn::Closed && g.sock.is_none() {
             return;
         }
-        if let (Ending::Graceful, Conn::Established | Conn::AwaitRtr) = (&how, g.conn) {
-            // A Disconnect does not send what may no longer be read.
-            if let Some(term) = revoked_response(&g.rdma) {
-                return self.cut_response(g, term);
-            }
-        }
         let was_open = g.conn != Conn::Closed;
         g.conn = Conn::Closed;
         if let Some(sock) = g.sock.as_ref().map(|s| s.get()) {
@@ -1061,9 +1046,11 @@ impl TcpQp {
                 match how {
                     Ending::Graceful | Ending::Terminate(_) => {
                         // What was queued before the end (among it Read Responses the peer
-                        // waits for) goes if TCP takes it now; the rest is dropped, keeping the
-                        // stream framed.
-                        if g.tx.write_to(sock).is_err() {
+                        // waits for) goes if TCP takes it now, unless a Response in it may no
+                        // longer be read (`revoked_response`); the rest is dropped, keeping the
+                        // stream framed (the frame on the wire was taken before).
+                        let readable = revoked_response(&g.rdma).is_none();
+                        if readable && g.tx.write_to(sock).is_err() {
                             // A broken socket (reset): nothing queued can go.
                             g.tx.clear();
                         }
