@@ -31,7 +31,8 @@ use std::ops::Range;
 use common::{read_mpa, Segments};
 use netdirect::{OpFlags, Provider, RequestType, Status};
 use netdirect_conformance::check::{
-    expect_bytes, expect_results, fast_pattern, next_results, wait_ok, Check, Context, Expect, WAIT,
+    expect_bytes, expect_results, fast_pattern, next_results, wait_ok, wait_status, Check, Context,
+    Expect, WAIT,
 };
 use netdirect_conformance::harness;
 use netdirect_conformance::{ensure, ensure_eq, Failure, Needs, Side, SideConfig};
@@ -39,7 +40,7 @@ use netdirect_wire::ddp::{DdpHeader, QN_READ_REQUEST, QN_SEND};
 use netdirect_wire::fpdu::{
     encode_fpdu, encode_terminate_fpdu, SegmentHeader, MAX_TERMINATE_FPDU_LEN,
 };
-use netdirect_wire::handshake::{accept, is_rtr, AcceptConfig, Responder, Rtr};
+use netdirect_wire::handshake::{accept, is_rtr, reject, AcceptConfig, Responder, Rtr};
 use netdirect_wire::rdmap::{Opcode, ReadRequest, TermError, Terminate};
 use netdirect_wire::sequence::TxMsn;
 
@@ -543,6 +544,20 @@ fn a_misbehaving_responder() {
     });
 }
 
+/// An ND side on `ip` and a plain TCP listener for the responder, with its address.
+fn side_and_responder(
+    p: &Provider,
+    ip: IpAddr,
+) -> Check<(netdirect::Adapter, Side, TcpListener, SocketAddr)> {
+    let adapter = p
+        .open_adapter_for(SocketAddr::new(ip, 0))
+        .ctx("open adapter")?;
+    let side = Side::on(&adapter, SideConfig::default())?;
+    let l = TcpListener::bind((ip, 0)).ctx("bind the responder")?;
+    let dest = l.local_addr().ctx("local_addr")?;
+    Ok((adapter, side, l, dest))
+}
+
 /// An acceptor that grants more Reads than the ND side's Connect offered (its MPA Reply's IRD
 /// and ORD at 64): the active side's GetReadLimits stays within the offer (nd-reference.md
 /// §2.10, "each already clamped by both ends' hardware"), swapped to its view (D25), as its
@@ -551,12 +566,7 @@ fn a_misbehaving_responder() {
 fn an_acceptor_cannot_widen_the_read_limits() {
     harness::each_provider(Needs::IwarpWire, "forged-read-limits", |p, fam| {
         let ip = fam.ip();
-        let adapter = p
-            .open_adapter_for(SocketAddr::new(ip, 0))
-            .ctx("open adapter")?;
-        let side = Side::on(&adapter, SideConfig::default())?;
-        let l = TcpListener::bind((ip, 0)).ctx("bind the responder")?;
-        let dest = l.local_addr().ctx("local_addr")?;
+        let (_adapter, side, l, dest) = side_and_responder(p, ip)?;
         std::thread::scope(|sc| {
             let raw = sc.spawn(move || -> Check {
                 let (mut s, _) = l.accept().ctx("accept")?;
@@ -593,5 +603,118 @@ fn an_acceptor_cannot_widen_the_read_limits() {
                 .unwrap_or_else(|_| Err(Failure("the responder panicked".into())))?;
             nd
         })
+    });
+}
+
+/// How the ND side's first Connect ends in [`keeps_its_port`].
+#[derive(Debug, Clone, Copy)]
+enum FirstEnd {
+    /// The responder rejects it (a Reply with R=1 and private data).
+    Rejected,
+    /// The responder takes the Request and says nothing; the ND side cancels
+    /// (CancelOverlappedRequests).
+    Cancelled,
+}
+
+/// A connector whose Connect failed after the TCP connection was made, and whose end is the
+/// first to close it (the responder holds the connection open, as RFC 5044 §7.1.2 allows after
+/// a reject: "leaving the TCP connection open"), stays bound as before
+/// (IND2Connector::Connect: "The connection attempt may be retried"): the retry goes out from
+/// the port it bound. A graceful close would leave that port to TCP's TIME_WAIT for a minute,
+/// and the retry to an ephemeral one.
+fn keeps_its_port(p: &Provider, ip: IpAddr, end: FirstEnd) -> Check {
+    let (_adapter, side, l, dest) = side_and_responder(p, ip)?;
+    let (took, request_taken) = std::sync::mpsc::channel();
+    std::thread::scope(|sc| {
+        let raw = sc.spawn(move || -> Check<(SocketAddr, SocketAddr)> {
+            let (mut s, first) = l.accept().ctx("accept")?;
+            s.set_read_timeout(Some(WAIT)).ctx("set_read_timeout")?;
+            let mut r = Responder::new();
+            let req = read_mpa(&mut s, "MPA Request", |b| r.handle_request(b))?;
+            if let FirstEnd::Rejected = end {
+                s.write_all(&reject(&req, b"busy")).ctx("send the reject")?;
+            }
+            let _ = took.send(());
+            // Open until the ND side closes: end of stream or reset, nothing else.
+            match std::io::Read::read(&mut s, &mut [0u8; 64]) {
+                Ok(0) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+                other => {
+                    return Err(Failure(format!(
+                        "the ND side sent or waited after its attempt ended: {other:?}"
+                    )))
+                }
+            }
+            let (_s, second) = l.accept().ctx("accept the retry")?;
+            Ok((first, second))
+        });
+        let nd = (|| -> Check {
+            let cov = side.connect(SocketAddr::new(ip, 0), dest, 0, 0, &[])?;
+            match end {
+                FirstEnd::Rejected => {
+                    wait_status(&cov, Status::CONNECTION_REFUSED, "Connect, rejected")?;
+                    let mut pd = [0u8; 16];
+                    let n = side
+                        .connector
+                        .get_private_data(&mut pd)
+                        .ctx("GetPrivateData")?;
+                    ensure_eq!(&pd[..n], &b"busy"[..], "the reject's private data");
+                }
+                FirstEnd::Cancelled => {
+                    // Driven (each wait drives the adapter) until the responder has the
+                    // Request: the connection is made and the attempt under way.
+                    let deadline = std::time::Instant::now() + WAIT;
+                    while request_taken.try_recv().is_err() {
+                        let r = cov.wait_timeout(Some(std::time::Duration::from_millis(10)));
+                        ensure!(r.is_none(), "Connect ended unanswered: {r:?}");
+                        ensure!(
+                            std::time::Instant::now() < deadline,
+                            "the responder never had the MPA Request"
+                        );
+                    }
+                    side.connector
+                        .cancel_overlapped_requests()
+                        .ctx("CancelOverlappedRequests")?;
+                    wait_status(&cov, Status::CANCELED, "Connect, cancelled")?;
+                }
+            }
+            let retry = side
+                .connector
+                .connect(&side.qp, dest, 0, 0, &[])
+                .ctx("Connect again")?;
+            drop(retry);
+            Ok(())
+        })();
+        if nd.is_err() {
+            // Whichever accept the responder waits in, a plain connection ends it.
+            for _ in 0..2 {
+                let _ = TcpStream::connect(dest);
+            }
+        }
+        let ports = raw.join();
+        drop(side);
+        nd?;
+        let (first, second) =
+            ports.unwrap_or_else(|_| Err(Failure("the responder panicked".into())))?;
+        ensure_eq!(
+            second,
+            first,
+            "where the retry came from (the first attempt came from the bound port)"
+        );
+        Ok(())
+    })
+}
+
+#[test]
+fn a_connector_rejected_by_a_responder_that_waits_keeps_its_port() {
+    harness::each_provider(Needs::IwarpWire, "forged-reject-waits", |p, fam| {
+        keeps_its_port(p, fam.ip(), FirstEnd::Rejected)
+    });
+}
+
+#[test]
+fn a_connector_that_cancels_its_connect_keeps_its_port() {
+    harness::each_provider(Needs::IwarpWire, "forged-cancelled-connect", |p, fam| {
+        keeps_its_port(p, fam.ip(), FirstEnd::Cancelled)
     });
 }

@@ -63,6 +63,8 @@ impl Transport for Tcp {
 
     fn abandon(attempt: Connecting) {
         attempt.ov.complete(Status::CANCELED);
+        // The connector may Connect again from the port it bound.
+        sockets::close_abortively(attempt.sock.into_inner());
     }
 
     fn bind_again(addr: SocketAddr) -> Option<Socket> {
@@ -213,8 +215,8 @@ fn drive(this: &TcpConnector) {
     match result {
         Err(status) => {
             // A failed attempt leaves the connector usable for another Connect, bound as
-            // before; the closed socket frees the port for that.
-            drop(sock);
+            // before; the socket, reset, frees the port for that.
+            sockets::close_abortively(sock);
             g.restore_bind();
             ov.complete(status);
         }
@@ -246,15 +248,15 @@ fn drive(this: &TcpConnector) {
             }
             Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
                 g.refused_by_peer(private_data);
-                let _ = sock.shutdown(std::net::Shutdown::Both);
-                // Best effort: the port is free again unless this end closed first (its
-                // side of the connection then lingers in TIME_WAIT).
-                drop(sock);
+                // Reset, not closed: were this end first to close (a responder may hold
+                // the connection open after its Reject, RFC 5044 §7.1.2), TIME_WAIT would
+                // keep the port from the retry.
+                sockets::close_abortively(sock);
                 g.restore_bind();
                 ov.complete(Status::CONNECTION_REFUSED);
             }
             _ => {
-                drop(sock);
+                sockets::close_abortively(sock);
                 g.restore_bind();
                 ov.complete(Status::CONNECTION_REFUSED);
             }

@@ -79,6 +79,20 @@ pub(crate) fn connect_status(e: &io::Error) -> Status {
     }
 }
 
+/// Close a connection that failed to set up with a reset (`SO_LINGER` 0) instead of a FIN.
+///
+/// A graceful close by the end that closes first leaves that end in TCP's TIME_WAIT for a
+/// minute, holding its port: a connector bound by the application could not bind it again, and
+/// the retried Connect the ND reference allows ("The connection attempt may be retried") would
+/// go out from another port. After a failed attempt nothing of ours is owed to the peer (our
+/// MPA Request was answered, or the attempt is abandoned), so the reset loses nothing; the
+/// peer sees the refusal it would see anyway (`peer_gone`).
+pub(crate) fn close_abortively(s: Socket) {
+    // If the option cannot be set the socket closes gracefully, as before.
+    let _ = s.set_linger(Some(std::time::Duration::ZERO));
+    drop(s);
+}
+
 /// The local address of a socket.
 pub(crate) fn local_of(s: &Socket) -> Option<SocketAddr> {
     s.local_addr().ok().and_then(|a| a.as_socket())
