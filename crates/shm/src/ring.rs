@@ -109,6 +109,11 @@ pub(crate) mod kind {
     /// `STATUS_DATA_ERROR` if it has not completed yet (nd-reference.md D5, as a tcp Send a
     /// Terminate names). `total` names the message as [`RNR`] does.
     pub(crate) const OVERRUN: u8 = 16;
+    /// The kinds whose bytes are in the data area (written by `Producer::push_data`, given
+    /// back by `Consumer::skip`); the others carry theirs inline, in the cell.
+    pub(crate) const fn in_data_area(kind: u8) -> bool {
+        matches!(kind, CHUNK | RTS | WPULL)
+    }
 }
 
 /// The 16-byte descriptor of a one-sided request: the target's token (host order) and the
@@ -361,8 +366,7 @@ impl Producer {
         off: u64,
         len: usize,
     ) {
-        // `Consumer::skip` knows these as the kinds with bytes in the data area.
-        debug_assert!(matches!(kind, kind::CHUNK | kind::RTS | kind::WPULL));
+        debug_assert!(kind::in_data_area(kind));
         let i = (self.head as u32) & (m.cells() - 1);
         let d = m.data_len();
         let mut pos = self.data_head;
@@ -517,8 +521,7 @@ impl Consumer {
     /// if it has any: a side whose connection ended drops what the peer still sends, so that
     /// the peer's output is never stuck behind ours (`ShmQp::linger`).
     pub(crate) fn skip(&mut self, r: &Record) {
-        // The records whose bytes go to the data area (`Producer::push_data`).
-        if matches!(r.kind, kind::CHUNK | kind::RTS | kind::WPULL) {
+        if kind::in_data_area(r.kind) {
             self.data_pos += round_up(u64::from(r.len));
         }
         self.pos += 1;

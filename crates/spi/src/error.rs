@@ -64,28 +64,25 @@ impl Error {
     /// through the call's size parameter, e.g. `GetPrivateData`'s `pcbPrivateData`), at most
     /// `u32::MAX - 1`.
     pub const fn buffer_overflow(required: usize) -> Self {
-        // Sizes beyond what ND's 32-bit size parameters can say are clamped, to one short of
-        // their maximum (`required_plus_one` must not wrap to 0).
-        let n = if required >= u32::MAX as usize {
-            u32::MAX - 1
+        let n = if required > u32::MAX as usize {
+            u32::MAX
         } else {
             required as u32
         };
         Self {
             status: Status::BUFFER_OVERFLOW,
-            required_plus_one: match NonZeroU32::new(n + 1) {
-                Some(v) => v,
-                None => NO_SIZE,
-            },
+            // Saturating: sizes beyond what ND's 32-bit size parameters can say are said as
+            // one short of their maximum (the field's 1 means "no size").
+            required_plus_one: NO_SIZE.saturating_add(n),
         }
     }
 
     /// For an `ND_BUFFER_OVERFLOW` made by [`Error::buffer_overflow`]: the size, in bytes, of
     /// the buffer the call needs. `None` for every other error.
     pub const fn required_size(self) -> Option<usize> {
-        match self.required_plus_one.get() {
-            0 | 1 => None,
-            n => Some((n - 1) as usize),
+        match self.required_plus_one.get() - 1 {
+            0 => None,
+            n => Some(n as usize),
         }
     }
 

@@ -212,56 +212,47 @@ fn drive(this: &TcpConnector) {
         unreachable!()
     };
     let sock = sock.into_inner();
-    match result {
-        Err(status) => {
-            // A failed attempt leaves the connector usable for another Connect, bound as
-            // before; the socket, reset, frees the port for that.
-            sockets::close_abortively(sock);
-            g.restore_bind();
-            ov.complete(status);
+    let status = match result.map(|()| init.handle_reply(&reply)) {
+        Err(status) => status,
+        Ok(Ok(Some((InitiatorOutcome::Accepted(neg), used)))) => {
+            g.peer_private_data = neg.private_data.clone();
+            // Active GetReadLimits: the acceptor's values, in our view, within our offer (as
+            // the queue pair is programmed: `establish_active`).
+            let peer = ReadLimits {
+                inbound: u32::from(neg.peer_ird),
+                outbound: u32::from(neg.peer_ord),
+            };
+            // What our MPA Request offered: the Initiator keeps it.
+            let offered = ReadLimits {
+                inbound: u32::from(init.ird()),
+                outbound: u32::from(init.ord()),
+            };
+            g.limits = negotiate::active_view(offered, peer);
+            g.peer = sockets::peer_of(&sock);
+            g.local = sockets::local_of(&sock);
+            let leftover = reply[used..].to_vec();
+            g.state = State::Connected(Connected {
+                sock,
+                qp,
+                neg,
+                leftover,
+            });
+            ov.complete(Status::SUCCESS);
+            return;
         }
-        Ok(()) => match init.handle_reply(&reply) {
-            Ok(Some((InitiatorOutcome::Accepted(neg), used))) => {
-                g.peer_private_data = neg.private_data.clone();
-                // Active GetReadLimits: the acceptor's values, in our view, within our offer
-                // (as the queue pair is programmed: `establish_active`).
-                let peer = ReadLimits {
-                    inbound: u32::from(neg.peer_ird),
-                    outbound: u32::from(neg.peer_ord),
-                };
-                // What our MPA Request offered: the Initiator keeps it.
-                let offered = ReadLimits {
-                    inbound: u32::from(init.ird()),
-                    outbound: u32::from(init.ord()),
-                };
-                g.limits = negotiate::active_view(offered, peer);
-                g.peer = sockets::peer_of(&sock);
-                g.local = sockets::local_of(&sock);
-                let leftover = reply[used..].to_vec();
-                g.state = State::Connected(Connected {
-                    sock,
-                    qp,
-                    neg,
-                    leftover,
-                });
-                ov.complete(Status::SUCCESS);
-            }
-            Ok(Some((InitiatorOutcome::Rejected { private_data }, _))) => {
-                g.refused_by_peer(private_data);
-                // Reset, not closed: were this end first to close (a responder may hold
-                // the connection open after its Reject, RFC 5044 §7.1.2), TIME_WAIT would
-                // keep the port from the retry.
-                sockets::close_abortively(sock);
-                g.restore_bind();
-                ov.complete(Status::CONNECTION_REFUSED);
-            }
-            _ => {
-                sockets::close_abortively(sock);
-                g.restore_bind();
-                ov.complete(Status::CONNECTION_REFUSED);
-            }
-        },
-    }
+        Ok(Ok(Some((InitiatorOutcome::Rejected { private_data }, _)))) => {
+            g.refused_by_peer(private_data);
+            Status::CONNECTION_REFUSED
+        }
+        Ok(_) => Status::CONNECTION_REFUSED,
+    };
+    // A failed attempt leaves the connector usable for another Connect, bound as before. The
+    // socket is reset, not closed: were this end the first to close (a responder may hold the
+    // connection open after its Reject, RFC 5044 §7.1.2), TIME_WAIT would keep the port from
+    // the retry (`sockets::close_abortively`).
+    sockets::close_abortively(sock);
+    g.restore_bind();
+    ov.complete(status);
 }
 
 impl Source for TcpConnector {

@@ -78,9 +78,7 @@ impl ShmQp {
                 // will never come (its Send was flushed): then it never goes.
                 Ok(false) => {
                     (g.tx_sent > 0 || g.tx_hdr)
-                        && g.answers
-                            .front()
-                            .is_some_and(|a| !matches!(a, Answer::Ack | Answer::Done { .. }))
+                        && g.answers.front().is_some_and(|a| !a.goes_mid_message())
                 }
                 Err(Halt::Violation) => true,
             };

@@ -201,6 +201,15 @@ enum Answer {
     },
 }
 
+impl Answer {
+    /// Whether the peer takes it in the middle of one of our messages (ACK and DONE, one cell
+    /// each): the CHUNK records of a message partly in the ring must follow each other, and
+    /// any other answer waits until the message is in (`ShmQp::push_answers`).
+    fn goes_mid_message(&self) -> bool {
+        matches!(self, Self::Ack | Self::Done { .. })
+    }
+}
+
 /// Where the initiator's mapped Write or Read stands (`mapped`): it is the request being
 /// pushed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,7 +41,7 @@ impl ShmQp {
     ) -> Result<bool, Halt> {
         let mid_message = g.tx_sent > 0 || g.tx_hdr;
         while let Some(a) = g.answers.front() {
-            if mid_message && !matches!(a, Answer::Ack | Answer::Done { .. }) {
+            if mid_message && !a.goes_mid_message() {
                 return Ok(false);
             }
             if let Answer::Read(r) = a {
