@@ -6,14 +6,14 @@
 #![allow(clippy::single_range_in_vec_init)]
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use netdirect::{
     Adapter, CompletionQueue, MemoryRegion, MemoryWindow, MrFlags, NdResult, OpFlags, Provider,
     RequestType, Status,
 };
 use netdirect_conformance::check::{
-    expect_empty, expect_status, next_results, wait_ok, Check, Context, Expect,
+    expect_empty, expect_status, next_results, wait_ok, Check, Context, Expect, WAIT,
 };
 use netdirect_conformance::harness;
 use netdirect_conformance::side::{connect_pair, connect_pair_reading, default_pair};
@@ -413,7 +413,7 @@ fn revoked_mid_read(p: &Provider, ip: IpAddr, how: Revoke) -> Check {
     // Until the response began to arrive. Before the client first took any of it, the server
     // could hand over no more than what is in flight, and the client took no more than that:
     // the response is in progress.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + WAIT;
     loop {
         server.adapter.progress();
         client.adapter.progress();
@@ -421,7 +421,10 @@ fn revoked_mid_read(p: &Provider, ip: IpAddr, how: Revoke) -> Check {
         if unsafe { client.read(&[0..1], 1) } == [0xA5] {
             break;
         }
-        ensure!(Instant::now() < deadline, "no byte of the response in 20 s");
+        ensure!(
+            Instant::now() < deadline,
+            "no byte of the response in {WAIT:?}"
+        );
     }
     let deregistered = match how {
         Revoke::Invalidate => {
@@ -469,7 +472,7 @@ fn results_driving(
     other: &Adapter,
     what: &str,
 ) -> Check<Vec<NdResult>> {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + WAIT;
     let mut out = vec![NdResult::EMPTY; n];
     let mut got = 0;
     while got < n {
@@ -477,7 +480,7 @@ fn results_driving(
         other.progress();
         ensure!(
             Instant::now() < deadline,
-            "{what}: only {got} of {n} completions in 20 s: {:?}",
+            "{what}: only {got} of {n} completions in {WAIT:?}: {:?}",
             &out[..got]
         );
     }
