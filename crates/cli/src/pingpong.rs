@@ -43,28 +43,47 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         settings: common::settings("pingpong", &args.peer, &plan, &[]),
         ..EndpointConfig::default()
     };
-    let post_all = |ep: &Endpoint| (0..SLOTS).try_for_each(|i| post_recv(ep, slot, i));
+    let post_all = |ep: &Endpoint| {
+        let token = ep.mr.get_local_token();
+        (0..SLOTS).try_for_each(|i| post_recv(ep, &recv_sge(ep, slot, i, token), i))
+    };
     let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
     let ep = match role {
         Role::Server(addr) => Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?,
         Role::Client(dest) => Endpoint::connect(&provider, dest, &cfg, post_all)?,
     };
     let inline_below = ep.adapter.query().inline_request_threshold as usize;
+    // The Receive slots' SGEs, made once: the repost is on the path from a message to its
+    // answer.
+    let token = ep.mr.get_local_token();
+    let slots: [Sge; SLOTS] = std::array::from_fn(|i| recv_sge(&ep, slot, i, token));
     for &(size, n) in &plan.rounds {
         let warmup = plan.warmup_for(n);
-        let ping = || send(&ep, size, size < inline_below);
+        // nd-reference §5.0: below InlineRequestThreshold the examples send inline.
+        let flags = if size < inline_below {
+            OpFlags::INLINE
+        } else {
+            OpFlags::empty()
+        };
+        let sge = ep.buf.sge(0..size, token);
+        let sge: &[Sge] = if size == 0 {
+            &[]
+        } else {
+            std::slice::from_ref(&sge)
+        };
+        let ping = || send(&ep, sge, flags);
         match role {
             Role::Server(_) => {
                 for _ in 0..warmup + n {
-                    complete(&ep, slot, size, false, true)?;
+                    complete(&ep, &slots, size, false, true)?;
                     ping()?;
-                    complete(&ep, slot, size, true, false)?;
+                    complete(&ep, &slots, size, true, false)?;
                 }
             }
             Role::Client(_) => {
                 let mut laps = Laps::time(warmup, n, || {
                     ping()?;
-                    complete(&ep, slot, size, true, true)
+                    complete(&ep, &slots, size, true, true)
                 })?;
                 let row = Row::new(
                     "pingpong",
@@ -85,9 +104,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 
 /// Reap completions until the awaited Send and/or Receive have come; a Receive is reposted
 /// into its slot at once (ndpingpong reposts before answering).
+#[inline]
 fn complete(
     ep: &Endpoint,
-    slot: usize,
+    slots: &[Sge; SLOTS],
     size: usize,
     mut send: bool,
     mut recv: bool,
@@ -103,7 +123,8 @@ fn complete(
                         r.bytes_transferred
                     ));
                 }
-                post_recv(ep, slot, r.request_context as usize)?;
+                let i = r.request_context as usize % SLOTS;
+                post_recv(ep, &slots[i], i)?;
                 recv = false;
             }
             other => return Err(format!("unexpected {other:?} completion")),
@@ -112,23 +133,22 @@ fn complete(
     Ok(())
 }
 
-fn post_recv(ep: &Endpoint, slot: usize, i: usize) -> Result<(), String> {
+/// Receive slot `i` of `slot` bytes (after the send area).
+fn recv_sge(ep: &Endpoint, slot: usize, i: usize, token: u32) -> Sge {
     let off = slot * (i + 1);
-    let sge = ep.buf.sge(off..off + slot, ep.mr.get_local_token());
-    // SAFETY: each receive slot is used by exactly one posted Receive; its bytes are never
-    // read (the payload is not checked, only its length).
-    unsafe { ep.qp.receive(i as u64, &[sge]) }.map_err(|e| format!("receive: {e}"))
+    ep.buf.sge(off..off + slot, token)
 }
 
-fn send(ep: &Endpoint, size: usize, inline: bool) -> Result<(), String> {
-    let sge = [ep.buf.sge(0..size, ep.mr.get_local_token())];
-    let sge: &[Sge] = if size == 0 { &[] } else { &sge };
-    // nd-reference §5.0: below InlineRequestThreshold the examples send inline.
-    let flags = if inline {
-        OpFlags::INLINE
-    } else {
-        OpFlags::empty()
-    };
+#[inline]
+fn post_recv(ep: &Endpoint, sge: &Sge, i: usize) -> Result<(), String> {
+    // SAFETY: each receive slot is used by exactly one posted Receive; its bytes are never
+    // read (the payload is not checked, only its length).
+    unsafe { ep.qp.receive(i as u64, std::slice::from_ref(sge)) }
+        .map_err(|e| format!("receive: {e}"))
+}
+
+#[inline]
+fn send(ep: &Endpoint, sge: &[Sge], flags: OpFlags) -> Result<(), String> {
     // SAFETY: the send area is never written, and each Send completes before the next.
     unsafe { ep.qp.send(SEND_CTX, sge, flags) }.map_err(|e| format!("send: {e}"))
 }

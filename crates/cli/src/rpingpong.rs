@@ -85,11 +85,17 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let mut k = 0u64;
     for &(size, n) in &plan.rounds {
         let warmup = plan.warmup_for(n);
+        // Made once per size: the Write is on the path from the peer's mark to our answer.
         let mut w = Writer {
             ep: &ep,
             peer: &peer,
             size,
-            inline: size < threshold,
+            sge: ep.buf.sge(0..size, ep.mr.get_local_token()),
+            flags: if size < threshold {
+                OpFlags::INLINE
+            } else {
+                OpFlags::empty()
+            },
             writing: &mut writing,
         };
         let mut laps = Laps::new(warmup, if client { n } else { 0 });
@@ -147,7 +153,10 @@ struct Writer<'a> {
     ep: &'a Endpoint,
     peer: &'a Peer,
     size: usize,
-    inline: bool,
+    /// The data to Write (the first `size` bytes of our buffer), and its flags (`INLINE` below
+    /// the adapter's inline threshold, as the examples do).
+    sge: Sge,
+    flags: OpFlags,
     /// Our previous Write has not completed yet.
     writing: &'a mut bool,
 }
@@ -159,16 +168,11 @@ impl Writer<'_> {
         // SAFETY: in bounds; our previous Write from this buffer has completed
         // (`await_mark` waited), and the peer writes it only after receiving this one.
         unsafe { ep.buf.as_ptr().add(self.size - 1).write_volatile(val) };
-        let flags = if self.inline {
-            OpFlags::INLINE
-        } else {
-            OpFlags::empty()
-        };
-        let sge = ep.buf.sge(0..self.size, ep.mr.get_local_token());
+        let sge = std::slice::from_ref(&self.sge);
         // SAFETY: the buffer is registered and left alone until the Write completes.
         unsafe {
             ep.qp
-                .write(WRITE_CTX, &[sge], self.peer.addr, self.peer.token, flags)
+                .write(WRITE_CTX, sge, self.peer.addr, self.peer.token, self.flags)
         }
         .map_err(|e| format!("write: {e}"))?;
         *self.writing = true;
