@@ -5,7 +5,7 @@
 //!
 //! JSON: the [`Row`] latency keys, `op` = `send`.
 
-use netdirect::{OpFlags, RequestType, Sge};
+use netdirect::{NdResult, OpFlags, RequestType, Sge};
 
 use crate::common::{
     self, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS,
@@ -116,21 +116,27 @@ fn complete(
         let r = ep.next()?;
         match r.request_type {
             RequestType::Send if send => send = false,
-            RequestType::Receive if recv => {
-                if r.bytes_transferred as usize != size {
-                    return Err(format!(
-                        "received {} bytes, expected {size}",
-                        r.bytes_transferred
-                    ));
-                }
+            RequestType::Receive if recv && r.bytes_transferred as usize == size => {
                 let i = r.request_context as usize % SLOTS;
                 post_recv(ep, &slots[i], i)?;
                 recv = false;
             }
-            other => return Err(format!("unexpected {other:?} completion")),
+            _ => return Err(unexpected(&r, size)),
         }
     }
     Ok(())
+}
+
+/// What was wrong with a completion [`complete`] did not expect. Out of line: the error
+/// formatting stays off the loop's path.
+#[cold]
+#[inline(never)]
+fn unexpected(r: &NdResult, size: usize) -> String {
+    if r.request_type == RequestType::Receive {
+        format!("received {} bytes, expected {size}", r.bytes_transferred)
+    } else {
+        format!("unexpected {:?} completion", r.request_type)
+    }
 }
 
 /// Receive slot `i` of `slot` bytes (after the send area).
@@ -143,12 +149,11 @@ fn recv_sge(ep: &Endpoint, slot: usize, i: usize, token: u32) -> Sge {
 fn post_recv(ep: &Endpoint, sge: &Sge, i: usize) -> Result<(), String> {
     // SAFETY: each receive slot is used by exactly one posted Receive; its bytes are never
     // read (the payload is not checked, only its length).
-    unsafe { ep.qp.receive(i as u64, std::slice::from_ref(sge)) }
-        .map_err(|e| format!("receive: {e}"))
+    unsafe { ep.qp.receive(i as u64, std::slice::from_ref(sge)) }.map_err(common::failed("receive"))
 }
 
 #[inline]
 fn send(ep: &Endpoint, sge: &[Sge], flags: OpFlags) -> Result<(), String> {
     // SAFETY: the send area is never written, and each Send completes before the next.
-    unsafe { ep.qp.send(SEND_CTX, sge, flags) }.map_err(|e| format!("send: {e}"))
+    unsafe { ep.qp.send(SEND_CTX, sge, flags) }.map_err(common::failed("send"))
 }

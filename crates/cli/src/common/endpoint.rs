@@ -48,20 +48,30 @@ pub(crate) fn err(what: &str) -> impl Fn(netdirect::Error) -> String + '_ {
     move |e| format!("{what}: {e}")
 }
 
+/// As [`err`], for the ping-pongs' loops: the formatting is out of line, off their path.
+pub(crate) fn failed(what: &'static str) -> impl Fn(netdirect::Error) -> String {
+    #[cold]
+    #[inline(never)]
+    fn format(what: &str, e: netdirect::Error) -> String {
+        format!("{what}: {e}")
+    }
+    move |e| format(what, e)
+}
+
 /// A completion that did not succeed, as an error.
 #[inline]
 pub(crate) fn check(r: NdResult) -> Result<NdResult, String> {
     if r.status == Status::SUCCESS {
         Ok(r)
     } else {
-        Err(failed(&r))
+        Err(unsuccessful(&r))
     }
 }
 
 /// The error of a failed completion; out of line, off the ping-pongs' path.
 #[cold]
 #[inline(never)]
-fn failed(r: &NdResult) -> String {
+fn unsuccessful(r: &NdResult) -> String {
     format!(
         "{:?} completed with {} (context {:#x})",
         r.request_type, r.status, r.request_context
