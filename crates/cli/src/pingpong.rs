@@ -117,8 +117,11 @@ fn complete(
         match r.request_type {
             RequestType::Send if send => send = false,
             RequestType::Receive if recv && r.bytes_transferred as usize == size => {
-                let i = r.request_context as usize % SLOTS;
-                post_recv(ep, &slots[i], i)?;
+                let i = r.request_context as usize;
+                let Some(sge) = slots.get(i) else {
+                    return Err(unexpected(&r, size));
+                };
+                post_recv(ep, sge, i)?;
                 recv = false;
             }
             _ => return Err(unexpected(&r, size)),
@@ -132,10 +135,15 @@ fn complete(
 #[cold]
 #[inline(never)]
 fn unexpected(r: &NdResult, size: usize) -> String {
-    if r.request_type == RequestType::Receive {
-        format!("received {} bytes, expected {size}", r.bytes_transferred)
-    } else {
-        format!("unexpected {:?} completion", r.request_type)
+    match r.request_type {
+        RequestType::Receive if r.bytes_transferred as usize != size => {
+            format!("received {} bytes, expected {size}", r.bytes_transferred)
+        }
+        RequestType::Receive if r.request_context as usize >= SLOTS => format!(
+            "a Receive completed with context {:#x}, which no posted Receive had",
+            r.request_context
+        ),
+        other => format!("unexpected {other:?} completion"),
     }
 }
 
@@ -149,11 +157,11 @@ fn recv_sge(ep: &Endpoint, slot: usize, i: usize, token: u32) -> Sge {
 fn post_recv(ep: &Endpoint, sge: &Sge, i: usize) -> Result<(), String> {
     // SAFETY: each receive slot is used by exactly one posted Receive; its bytes are never
     // read (the payload is not checked, only its length).
-    unsafe { ep.qp.receive(i as u64, std::slice::from_ref(sge)) }.map_err(common::failed("receive"))
+    unsafe { ep.qp.receive(i as u64, std::slice::from_ref(sge)) }.map_err(common::err("receive"))
 }
 
 #[inline]
 fn send(ep: &Endpoint, sge: &[Sge], flags: OpFlags) -> Result<(), String> {
     // SAFETY: the send area is never written, and each Send completes before the next.
-    unsafe { ep.qp.send(SEND_CTX, sge, flags) }.map_err(common::failed("send"))
+    unsafe { ep.qp.send(SEND_CTX, sge, flags) }.map_err(common::err("send"))
 }

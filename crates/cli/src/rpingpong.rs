@@ -174,7 +174,7 @@ impl Writer<'_> {
             ep.qp
                 .write(WRITE_CTX, sge, self.peer.addr, self.peer.token, self.flags)
         }
-        .map_err(common::failed("write"))?;
+        .map_err(common::err("write"))?;
         *self.writing = true;
         Ok(())
     }

@@ -45,17 +45,15 @@ pub(crate) struct EndpointConfig {
 }
 
 pub(crate) fn err(what: &str) -> impl Fn(netdirect::Error) -> String + '_ {
-    move |e| format!("{what}: {e}")
+    move |e| failed(what, e)
 }
 
-/// As [`err`], for the ping-pongs' loops: the formatting is out of line, off their path.
-pub(crate) fn failed(what: &'static str) -> impl Fn(netdirect::Error) -> String {
-    #[cold]
-    #[inline(never)]
-    fn format(what: &str, e: netdirect::Error) -> String {
-        format!("{what}: {e}")
-    }
-    move |e| format(what, e)
+/// [`err`]'s message. Out of line: the ping-pongs' loops map their posts' errors with `err`,
+/// and the formatting stays off their path.
+#[cold]
+#[inline(never)]
+fn failed(what: &str, e: netdirect::Error) -> String {
+    format!("{what}: {e}")
 }
 
 /// A completion that did not succeed, as an error.
