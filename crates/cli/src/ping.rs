@@ -74,7 +74,6 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         Role::Client(dest) => {
             let post_all = |ep: &Endpoint| (0..CLIENT_RECVS).try_for_each(|_| post_recv(ep, 0, 64));
             let ep = Endpoint::connect(&provider, dest, &cfg, post_all)?;
-            let threshold = ep.adapter.query().inline_request_threshold as usize;
             let mut c = Client {
                 ep: &ep,
                 credits: DEPTH,
@@ -82,10 +81,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             };
             let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS);
             for &(size, n) in &plan.rounds {
-                let inline = size < threshold;
-                c.batch(size, inline, plan.warmup_for(n))?;
+                let flags = ep.inline_flags(size);
+                c.batch(size, flags, plan.warmup_for(n))?;
                 let t0 = Instant::now();
-                c.batch(size, inline, n)?;
+                c.batch(size, flags, n)?;
                 let secs = t0.elapsed().as_secs_f64();
                 let row = Row::new("ping", provider.name(), "send", args.peer.mode(), size, n)
                     .throughput(n, secs)
@@ -108,14 +107,9 @@ fn post_recv(ep: &Endpoint, off: usize, len: usize) -> Result<(), String> {
 }
 
 /// A Send of `len` bytes at `off` (`len` 0: no SGE).
-fn send(ep: &Endpoint, ctx: u64, off: usize, len: usize, inline: bool) -> Result<(), String> {
+fn send(ep: &Endpoint, ctx: u64, off: usize, len: usize, flags: OpFlags) -> Result<(), String> {
     let sge = [ep.buf.sge(off..off + len, ep.mr.get_local_token())];
     let sge: &[Sge] = if len == 0 { &[] } else { &sge };
-    let flags = if inline {
-        OpFlags::INLINE
-    } else {
-        OpFlags::empty()
-    };
     // SAFETY: the bytes sent are never written while Sends are outstanding.
     unsafe { ep.qp.send(ctx, sge, flags) }.map_err(|e| format!("send: {e}"))
 }
@@ -135,12 +129,12 @@ fn serve(ep: &Endpoint, max: usize, syncs: usize) -> Result<(), String> {
                 received += 1;
                 if received == DEPTH / 2 {
                     received = 0;
-                    send(ep, CREDIT_CTX, 0, 1, true)?;
+                    send(ep, CREDIT_CTX, 0, 1, OpFlags::INLINE)?;
                     sending += 1;
                 }
                 if r.bytes_transferred == 0 {
                     seen += 1;
-                    send(ep, SYNC_CTX, 0, 0, false)?;
+                    send(ep, SYNC_CTX, 0, 0, OpFlags::empty())?;
                     sending += 1;
                 }
             }
@@ -159,19 +153,19 @@ struct Client<'a> {
 
 impl Client<'_> {
     /// Send `n` messages of `size` bytes, then a SYNC, and wait for its acknowledgement.
-    fn batch(&mut self, size: usize, inline: bool, n: u64) -> Result<(), String> {
+    fn batch(&mut self, size: usize, flags: OpFlags, n: u64) -> Result<(), String> {
         let ep = self.ep;
         let (mut sent, mut outstanding) = (0u64, 0u32);
         let (mut synced, mut acked) = (false, false);
         loop {
             while sent < n && self.credits > 0 && outstanding < self.pipeline {
-                send(ep, DATA_CTX, 64, size, inline)?;
+                send(ep, DATA_CTX, 64, size, flags)?;
                 sent += 1;
                 self.credits -= 1;
                 outstanding += 1;
             }
             if sent == n && !synced && self.credits > 0 {
-                send(ep, SYNC_CTX, 0, 0, false)?;
+                send(ep, SYNC_CTX, 0, 0, OpFlags::empty())?;
                 synced = true;
                 self.credits -= 1;
                 outstanding += 1;

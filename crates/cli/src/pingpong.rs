@@ -52,19 +52,13 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         Role::Server(addr) => Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?,
         Role::Client(dest) => Endpoint::connect(&provider, dest, &cfg, post_all)?,
     };
-    let inline_below = ep.adapter.query().inline_request_threshold as usize;
     // The Receive slots' SGEs, made once: the repost is on the path from a message to its
     // answer.
     let token = ep.mr.get_local_token();
     let slots: [Sge; SLOTS] = std::array::from_fn(|i| recv_sge(&ep, slot, i, token));
     for &(size, n) in &plan.rounds {
         let warmup = plan.warmup_for(n);
-        // nd-reference §5.0: below InlineRequestThreshold the examples send inline.
-        let flags = if size < inline_below {
-            OpFlags::INLINE
-        } else {
-            OpFlags::empty()
-        };
+        let flags = ep.inline_flags(size);
         let sge = ep.buf.sge(0..size, token);
         let sge: &[Sge] = if size == 0 {
             &[]

@@ -96,7 +96,6 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 post_info_recv(ep, data, INFO_RECV)
             })?;
             let (token, remote) = wait_info(&ep, data)?;
-            let threshold = ep.adapter.query().inline_request_threshold as usize;
             let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS);
             for &(size, n) in &plan.rounds {
                 let target = Target {
@@ -104,7 +103,12 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                     size,
                     token,
                     remote,
-                    inline: !read && size < threshold,
+                    // A Read has no INLINE form.
+                    flags: if read {
+                        OpFlags::empty()
+                    } else {
+                        ep.inline_flags(size)
+                    },
                     depth: args.pipeline,
                 };
                 pipeline(&ep, &target, plan.warmup_for(n))?;
@@ -142,7 +146,7 @@ struct Target {
     size: usize,
     token: u32,
     remote: u64,
-    inline: bool,
+    flags: OpFlags,
     depth: u32,
 }
 
@@ -150,11 +154,7 @@ struct Target {
 fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
     let sge = [ep.buf.sge(0..t.size, ep.mr.get_local_token())];
     let sge: &[Sge] = if t.size == 0 { &[] } else { &sge };
-    let flags = if t.inline {
-        OpFlags::INLINE
-    } else {
-        OpFlags::empty()
-    };
+    let flags = t.flags;
     let (mut posted, mut done, mut outstanding) = (0u64, 0u64, 0u32);
     let mut more = [NdResult::EMPTY; 32];
     while done < count {

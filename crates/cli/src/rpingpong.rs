@@ -79,7 +79,6 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         ),
     };
     let peer = exchange(&ep, data, client)?;
-    let threshold = ep.adapter.query().inline_request_threshold as usize;
     let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
     let mut writing = false;
     let mut k = 0u64;
@@ -91,11 +90,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             peer: &peer,
             size,
             sge: ep.buf.sge(0..size, ep.mr.get_local_token()),
-            flags: if size < threshold {
-                OpFlags::INLINE
-            } else {
-                OpFlags::empty()
-            },
+            flags: ep.inline_flags(size),
             writing: &mut writing,
         };
         let mut laps = Laps::new(warmup, if client { n } else { 0 });
@@ -153,8 +148,8 @@ struct Writer<'a> {
     ep: &'a Endpoint,
     peer: &'a Peer,
     size: usize,
-    /// The data to Write (the first `size` bytes of our buffer), and its flags (`INLINE` below
-    /// the adapter's inline threshold, as the examples do).
+    /// The data to Write (the first `size` bytes of our buffer), and its flags
+    /// ([`Endpoint::inline_flags`]).
     sge: Sge,
     flags: OpFlags,
     /// Our previous Write has not completed yet.

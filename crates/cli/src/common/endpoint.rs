@@ -6,8 +6,8 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 
 use netdirect::{
-    Adapter, CompletionQueue, Connector, MemoryRegion, MrFlags, NdResult, NotifyType, Overlapped,
-    Provider, QueuePair, Status,
+    Adapter, CompletionQueue, Connector, MemoryRegion, MrFlags, NdResult, NotifyType, OpFlags,
+    Overlapped, Provider, QueuePair, Status,
 };
 
 use super::process::resolve_local;
@@ -199,6 +199,16 @@ impl Endpoint {
             .wait()
             .map_err(err("complete connect"))?;
         Ok(ep)
+    }
+
+    /// The flags the examples post `size` bytes of a Send or Write with: `INLINE` below the
+    /// adapter's `InlineRequestThreshold` (nd-reference §5.0), none from it on.
+    pub(crate) fn inline_flags(&self, size: usize) -> OpFlags {
+        if size < self.adapter.query().inline_request_threshold as usize {
+            OpFlags::INLINE
+        } else {
+            OpFlags::empty()
+        }
     }
 
     /// One `GetResults` call: the next completion, if any, whatever its status.
