@@ -3,7 +3,15 @@
 //! the same size; latency is half a round trip. Polling (default) or `--blocking` (each side
 //! sleeps on CQ notifications, one wake-up per message).
 //!
-//! JSON: the [`Row`] latency keys, `op` = `send`.
+//! Each message consumes one posted Receive and each side posts one back per message, as in
+//! ndpingpong. Where the repost goes is the one difference: ndpingpong reposts a Receive
+//! before it answers, which puts the repost on the path from a message to its answer; `nd
+//! pingpong` answers first and reposts while the answer travels, with a second Receive
+//! posted so that the next message always finds one (the order a latency-bound application
+//! uses). `--repost-first` restores ndpingpong's order (docs/ARCHITECTURE.md, "What an 8-byte
+//! shm message costs", sixteenth session, has both measured).
+//!
+//! JSON: the [`Row`] latency keys, `op` = `send`, `repost` = `after` or `first`.
 
 use netdirect::{NdResult, OpFlags, RequestType, Sge};
 
@@ -18,12 +26,17 @@ pub(crate) struct Args {
     peer: PeerArgs,
     #[command(flatten)]
     sizes: SizeArgs,
+    /// Repost each Receive before answering it, as ndpingpong does, instead of after the
+    /// answer is out. Both ends must agree.
+    #[arg(long)]
+    repost_first: bool,
 }
 
 /// 8 bytes, 100,000 round trips (ndpingpong's x_MaxIterations); a sweep moves at most
 /// 256 MiB per size.
 const DEFAULTS: Defaults = Defaults::new(8, 100_000, 256 << 20);
-/// Receive slots on each side; a strict ping-pong needs one, the second is slack.
+/// Receive slots on each side: the next message lands in one while the other waits to be
+/// reposted after the answer (a strict ping-pong with the repost first needs only one).
 const SLOTS: usize = 2;
 const SEND_CTX: u64 = u64::MAX;
 
@@ -32,6 +45,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         return Ok(());
     };
     let plan = args.sizes.plan(DEFAULTS)?;
+    let repost = if args.repost_first { "first" } else { "after" };
     let provider = args.peer.provider()?;
     let slot = plan.max_size().max(1);
     // [send | receive slot 0 | receive slot 1]
@@ -40,7 +54,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         depth: SLOTS as u32 + 2,
         inline: 256,
         blocking: args.peer.blocking,
-        settings: common::settings("pingpong", &args.peer, &plan, &[]),
+        settings: common::settings("pingpong", &args.peer, &plan, &[("repost", repost.into())]),
         ..EndpointConfig::default()
     };
     let post_all = |ep: &Endpoint| {
@@ -52,10 +66,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         Role::Server(addr) => Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?,
         Role::Client(dest) => Endpoint::connect(&provider, dest, &cfg, post_all)?,
     };
-    // The Receive slots' SGEs, made once: the repost is on the path from a message to its
-    // answer.
+    // The Receive slots' SGEs, made once: no message builds one.
     let token = ep.mr.get_local_token();
-    let slots: [Sge; SLOTS] = std::array::from_fn(|i| recv_sge(&ep, slot, i, token));
+    let slots = Slots(std::array::from_fn(|i| recv_sge(&ep, slot, i, token)));
+    // The client's slot still to repost, after its next Send (across sizes too).
+    let mut owed = None;
     for &(size, n) in &plan.rounds {
         let warmup = plan.warmup_for(n);
         let flags = ep.inline_flags(size);
@@ -67,17 +82,35 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         };
         let ping = || send(&ep, sge, flags);
         match role {
+            Role::Server(_) if args.repost_first => {
+                for _ in 0..warmup + n {
+                    let i = complete(&ep, size, false, true)?;
+                    slots.repost(&ep, i)?;
+                    ping()?;
+                    complete(&ep, size, true, false)?;
+                }
+            }
             Role::Server(_) => {
                 for _ in 0..warmup + n {
-                    complete(&ep, &slots, size, false, true)?;
+                    let i = complete(&ep, size, false, true)?;
                     ping()?;
-                    complete(&ep, &slots, size, true, false)?;
+                    slots.repost(&ep, i)?;
+                    complete(&ep, size, true, false)?;
                 }
             }
             Role::Client(_) => {
                 let mut laps = Laps::time(warmup, n, || {
                     ping()?;
-                    complete(&ep, &slots, size, true, true)
+                    if let Some(i) = owed.take() {
+                        slots.repost(&ep, i)?;
+                    }
+                    let i = complete(&ep, size, true, true)?;
+                    if args.repost_first {
+                        slots.repost(&ep, i)
+                    } else {
+                        owed = Some(i);
+                        Ok(())
+                    }
                 })?;
                 let row = Row::new(
                     "pingpong",
@@ -86,7 +119,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                     args.peer.mode(),
                     size,
                     n,
-                );
+                )
+                .with("repost", repost);
                 report.push(&row.latency(laps.samples()));
             }
         }
@@ -96,32 +130,27 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Reap completions until the awaited Send and/or Receive have come; a Receive is reposted
-/// into its slot at once (ndpingpong reposts before answering).
+/// Reap completions until the awaited Send and/or Receive have come; returns the Receive's
+/// slot (0 if none was awaited), for the caller to repost.
 #[inline]
-fn complete(
-    ep: &Endpoint,
-    slots: &[Sge; SLOTS],
-    size: usize,
-    mut send: bool,
-    mut recv: bool,
-) -> Result<(), String> {
+fn complete(ep: &Endpoint, size: usize, mut send: bool, mut recv: bool) -> Result<usize, String> {
+    let mut slot = 0;
     while send || recv {
         let r = ep.next()?;
         match r.request_type {
             RequestType::Send if send => send = false,
-            RequestType::Receive if recv && r.bytes_transferred as usize == size => {
-                let i = r.request_context as usize;
-                let Some(sge) = slots.get(i) else {
-                    return Err(unexpected(&r, size));
-                };
-                post_recv(ep, sge, i)?;
+            RequestType::Receive
+                if recv
+                    && r.bytes_transferred as usize == size
+                    && (r.request_context as usize) < SLOTS =>
+            {
+                slot = r.request_context as usize;
                 recv = false;
             }
             _ => return Err(unexpected(&r, size)),
         }
     }
-    Ok(())
+    Ok(slot)
 }
 
 /// What was wrong with a completion [`complete`] did not expect. Out of line: the error
@@ -147,10 +176,22 @@ fn recv_sge(ep: &Endpoint, slot: usize, i: usize, token: u32) -> Sge {
     ep.buf.sge(off..off + slot, token)
 }
 
+/// The Receive slots' SGEs; a Receive's context is its slot's index.
+struct Slots([Sge; SLOTS]);
+
+impl Slots {
+    /// Post the Receive of slot `i` (`i < SLOTS`, as [`complete`] returns it).
+    #[inline]
+    fn repost(&self, ep: &Endpoint, i: usize) -> Result<(), String> {
+        post_recv(ep, &self.0[i], i)
+    }
+}
+
 #[inline]
 fn post_recv(ep: &Endpoint, sge: &Sge, i: usize) -> Result<(), String> {
-    // SAFETY: each receive slot is used by exactly one posted Receive; its bytes are never
-    // read (the payload is not checked, only its length).
+    // SAFETY: each receive slot is used by exactly one posted Receive at a time (a slot is
+    // reposted only after its Receive completed); its bytes are never read (the payload is
+    // not checked, only its length).
     unsafe { ep.qp.receive(i as u64, std::slice::from_ref(sge)) }.map_err(common::err("receive"))
 }
 

@@ -129,6 +129,12 @@ fn pingpong_both_providers_both_modes() {
             let v = json(&with(&base, flags));
             check_row(&v, "pingpong", p, mode, 8, 100);
             check_latency(&v);
+            assert_eq!(v["repost"], "after", "{v}");
+            // ndpingpong's order: each Receive reposted before its answer.
+            let v = json(&with(&with(&base, flags), &["--repost-first"]));
+            check_row(&v, "pingpong", p, mode, 8, 100);
+            check_latency(&v);
+            assert_eq!(v["repost"], "first", "{v}");
         }
     }
 }
@@ -500,6 +506,11 @@ fn mismatched_options_fail_both_ends() {
         &["pingpong", "-n", "10"],
         &["pingpong", "-n", "10", "--blocking"],
         "mode: here",
+    );
+    mismatch(
+        &["pingpong", "-n", "10"],
+        &["pingpong", "-n", "10", "--repost-first"],
+        "repost: here",
     );
     mismatch(
         &["tcp-pingpong", "-n", "10"],

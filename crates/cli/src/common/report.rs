@@ -57,10 +57,13 @@ impl Latency {
 /// too, so the anchors pay the same.
 pub(crate) struct Laps {
     clock: quanta::Clock,
-    samples: Vec<u64>,
+    /// Raw clock readings at the laps from the first timed iteration's start on; turned into
+    /// samples only when asked for, so that a lap inside the timed loop is a read and a store.
+    stamps: Vec<u64>,
     warmup: u64,
     laps: u64,
-    last: Option<u64>,
+    /// Whether `stamps` holds samples now ([`Laps::samples`] ran).
+    done: bool,
 }
 
 impl Laps {
@@ -72,24 +75,22 @@ impl Laps {
     fn with_clock(clock: quanta::Clock, warmup: u64, n: u64) -> Self {
         Self {
             clock,
-            samples: Vec::with_capacity(n as usize),
+            stamps: Vec::with_capacity(n as usize + 1),
             warmup,
             laps: 0,
-            last: None,
+            done: false,
         }
     }
 
     /// Mark an iteration boundary: the iteration that ends here becomes a sample unless it
     /// was a warm-up one.
+    #[inline]
     pub(crate) fn lap(&mut self) {
         let now = self.clock.raw();
-        if let Some(last) = self.last {
-            // Iteration `laps - 1` ended here; iterations `0..warmup` are not timed.
-            if self.laps > self.warmup {
-                self.samples.push(self.clock.delta_as_nanos(last, now) / 2);
-            }
+        // Iterations `0..warmup` are not timed: the first stamp kept starts iteration `warmup`.
+        if self.laps >= self.warmup {
+            self.stamps.push(now);
         }
-        self.last = Some(now);
         self.laps += 1;
     }
 
@@ -111,7 +112,17 @@ impl Laps {
 
     /// The samples, in nanoseconds (half a round trip each).
     pub(crate) fn samples(&mut self) -> &mut [u64] {
-        &mut self.samples
+        if !self.done {
+            self.done = true;
+            for i in 1..self.stamps.len() {
+                self.stamps[i - 1] = self
+                    .clock
+                    .delta_as_nanos(self.stamps[i - 1], self.stamps[i])
+                    / 2;
+            }
+            self.stamps.pop();
+        }
+        &mut self.stamps
     }
 }
 
@@ -299,6 +310,14 @@ mod tests {
         }
         laps.lap();
         assert_eq!(laps.samples(), &[1500, 2000, 2500]);
+        // Asking again gives the same samples.
+        assert_eq!(laps.samples(), &[1500, 2000, 2500]);
+        // No timed iteration (a server's), or only its start: no sample.
+        let (clock, _) = quanta::Clock::mock();
+        let mut laps = Laps::with_clock(clock, 1, 0);
+        laps.lap();
+        laps.lap();
+        assert!(laps.samples().is_empty());
     }
 
     #[test]
