@@ -100,7 +100,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 
 /// Post a Receive over `len` bytes at `off`.
 fn post_recv(ep: &Endpoint, off: usize, len: usize) -> Result<(), String> {
-    let sge = ep.buf.sge(off..off + len, ep.mr.get_local_token());
+    let sge = ep.sge(off..off + len);
     // SAFETY: the payload of these Receives is never read (only their lengths are), so many
     // Receives may share the same bytes.
     unsafe { ep.qp.receive(RECV_CTX, &[sge]) }.map_err(|e| format!("receive: {e}"))
@@ -108,7 +108,7 @@ fn post_recv(ep: &Endpoint, off: usize, len: usize) -> Result<(), String> {
 
 /// A Send of `len` bytes at `off` (`len` 0: no SGE).
 fn send(ep: &Endpoint, ctx: u64, off: usize, len: usize, flags: OpFlags) -> Result<(), String> {
-    let sge = [ep.buf.sge(off..off + len, ep.mr.get_local_token())];
+    let sge = [ep.sge(off..off + len)];
     let sge: &[Sge] = if len == 0 { &[] } else { &sge };
     // SAFETY: the bytes sent are never written while Sends are outstanding.
     unsafe { ep.qp.send(ctx, sge, flags) }.map_err(|e| format!("send: {e}"))

@@ -58,23 +58,22 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         ..EndpointConfig::default()
     };
     let post_all = |ep: &Endpoint| {
-        let token = ep.mr.get_local_token();
-        (0..SLOTS).try_for_each(|i| post_recv(ep, &recv_sge(ep, slot, i, token), i))
+        let slots = Slots::new(ep, slot);
+        (0..SLOTS).try_for_each(|i| slots.repost(ep, i))
     };
     let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
     let ep = match role {
         Role::Server(addr) => Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?,
         Role::Client(dest) => Endpoint::connect(&provider, dest, &cfg, post_all)?,
     };
-    // The Receive slots' SGEs, made once: no message builds one.
-    let token = ep.mr.get_local_token();
-    let slots = Slots(std::array::from_fn(|i| recv_sge(&ep, slot, i, token)));
+    // The SGEs are made once, not per message.
+    let slots = Slots::new(&ep, slot);
     // The client's slot still to repost, after its next Send (across sizes too).
     let mut owed = None;
     for &(size, n) in &plan.rounds {
         let warmup = plan.warmup_for(n);
         let flags = ep.inline_flags(size);
-        let sge = ep.buf.sge(0..size, token);
+        let sge = ep.sge(0..size);
         let sge: &[Sge] = if size == 0 {
             &[]
         } else {
@@ -82,19 +81,16 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         };
         let ping = || send(&ep, sge, flags);
         match role {
-            Role::Server(_) if args.repost_first => {
-                for _ in 0..warmup + n {
-                    let i = complete(&ep, size, false, true)?;
-                    slots.repost(&ep, i)?;
-                    ping()?;
-                    complete(&ep, size, true, false)?;
-                }
-            }
             Role::Server(_) => {
                 for _ in 0..warmup + n {
                     let i = complete(&ep, size, false, true)?;
+                    if args.repost_first {
+                        slots.repost(&ep, i)?;
+                    }
                     ping()?;
-                    slots.repost(&ep, i)?;
+                    if !args.repost_first {
+                        slots.repost(&ep, i)?;
+                    }
                     complete(&ep, size, true, false)?;
                 }
             }
@@ -170,29 +166,27 @@ fn unexpected(r: &NdResult, size: usize) -> String {
     }
 }
 
-/// Receive slot `i` of `slot` bytes (after the send area).
-fn recv_sge(ep: &Endpoint, slot: usize, i: usize, token: u32) -> Sge {
-    let off = slot * (i + 1);
-    ep.buf.sge(off..off + slot, token)
-}
-
-/// The Receive slots' SGEs; a Receive's context is its slot's index.
+/// The Receive slots' SGEs, `slot` bytes each after the send area; a Receive's context is its
+/// slot's index.
 struct Slots([Sge; SLOTS]);
 
 impl Slots {
+    fn new(ep: &Endpoint, slot: usize) -> Self {
+        Self(std::array::from_fn(|i| {
+            let off = slot * (i + 1);
+            ep.sge(off..off + slot)
+        }))
+    }
+
     /// Post the Receive of slot `i` (`i < SLOTS`, as [`complete`] returns it).
     #[inline]
     fn repost(&self, ep: &Endpoint, i: usize) -> Result<(), String> {
-        post_recv(ep, &self.0[i], i)
+        // SAFETY: each receive slot is used by exactly one posted Receive at a time (a slot
+        // is reposted only after its Receive completed); its bytes are never read (the
+        // payload is not checked, only its length).
+        unsafe { ep.qp.receive(i as u64, std::slice::from_ref(&self.0[i])) }
+            .map_err(common::err("receive"))
     }
-}
-
-#[inline]
-fn post_recv(ep: &Endpoint, sge: &Sge, i: usize) -> Result<(), String> {
-    // SAFETY: each receive slot is used by exactly one posted Receive at a time (a slot is
-    // reposted only after its Receive completed); its bytes are never read (the payload is
-    // not checked, only its length).
-    unsafe { ep.qp.receive(i as u64, std::slice::from_ref(sge)) }.map_err(common::err("receive"))
 }
 
 #[inline]

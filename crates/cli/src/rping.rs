@@ -152,7 +152,7 @@ struct Target {
 
 /// Keep `t.depth` requests outstanding until `count` have completed.
 fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
-    let sge = [ep.buf.sge(0..t.size, ep.mr.get_local_token())];
+    let sge = [ep.sge(0..t.size)];
     let sge: &[Sge] = if t.size == 0 { &[] } else { &sge };
     let flags = t.flags;
     let (mut posted, mut done, mut outstanding) = (0u64, 0u64, 0u32);
@@ -190,7 +190,7 @@ fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
 }
 
 fn post_info_recv(ep: &Endpoint, slot: usize, ctx: u64) -> Result<(), String> {
-    let sge = ep.buf.sge(slot..slot + INFO_LEN, ep.mr.get_local_token());
+    let sge = ep.sge(slot..slot + INFO_LEN);
     // SAFETY: the slot is read only after this Receive completes.
     unsafe { ep.qp.receive(ctx, &[sge]) }.map_err(|e| format!("receive: {e}"))
 }

@@ -64,7 +64,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         ..EndpointConfig::default()
     };
     let post_info_recv = |ep: &Endpoint| -> Result<(), String> {
-        let sge = ep.buf.sge(data..data + INFO_LEN, ep.mr.get_local_token());
+        let sge = ep.sge(data..data + INFO_LEN);
         // SAFETY: the info slot is read only after this Receive completes.
         unsafe { ep.qp.receive(INFO_RECV, &[sge]) }.map_err(|e| format!("receive: {e}"))
     };
@@ -89,7 +89,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             ep: &ep,
             peer: &peer,
             size,
-            sge: ep.buf.sge(0..size, ep.mr.get_local_token()),
+            sge: ep.sge(0..size),
             flags: ep.inline_flags(size),
             writing: &mut writing,
         };

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use netdirect::{
     Adapter, CompletionQueue, Connector, MemoryRegion, MrFlags, NdResult, NotifyType, OpFlags,
-    Overlapped, Provider, QueuePair, Status,
+    Overlapped, Provider, QueuePair, Sge, Status,
 };
 
 use super::process::resolve_local;
@@ -21,6 +21,8 @@ pub(crate) struct Endpoint {
     pub(crate) connector: Connector,
     pub(crate) mr: MemoryRegion,
     pub(crate) buf: netdirect::Buffer,
+    /// `mr`'s local token, read once: SGEs are made on the tools' data paths.
+    token: u32,
     blocking: bool,
     /// This end accepted (the server): it lets the client disconnect first.
     passive: bool,
@@ -106,6 +108,7 @@ impl Endpoint {
         let connector = adapter
             .create_connector()
             .map_err(err("create connector"))?;
+        let token = mr.get_local_token();
         Ok(Self {
             adapter,
             cq,
@@ -113,6 +116,7 @@ impl Endpoint {
             connector,
             mr,
             buf,
+            token,
             blocking: cfg.blocking,
             passive: false,
             armed: Cell::new(None),
@@ -199,6 +203,12 @@ impl Endpoint {
             .wait()
             .map_err(err("complete connect"))?;
         Ok(ep)
+    }
+
+    /// An SGE over bytes `range` of the registered buffer (panics outside it).
+    #[inline]
+    pub(crate) fn sge(&self, range: std::ops::Range<usize>) -> Sge {
+        self.buf.sge(range, self.token)
     }
 
     /// The flags the examples post `size` bytes of a Send or Write with: `INLINE` below the
