@@ -222,6 +222,28 @@ impl Overlapped {
     pub fn try_result(&self) -> Option<Result<()>> {
         self.is_complete().then(|| Error::check(self.status()))
     }
+
+    /// A completion hook: `waker` is woken, on the thread that completes the request, when it
+    /// completes. Returns `true` instead if the request has completed already; a `true` can
+    /// also come after the waker was registered and woken (a completion racing this call), so
+    /// what the waker does must be idempotent.
+    ///
+    /// Unlike polling the request as a future, this neither drives I/O nor replaces an earlier
+    /// waker: it is how a front-end (the C ABI's `OVERLAPPED`, events and completion ports)
+    /// learns of a completion no thread is waiting for.
+    pub fn wake_on_completion(&self, waker: &Waker) -> bool {
+        if self.is_complete() {
+            return true;
+        }
+        self.state
+            .wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(waker.clone());
+        // A completion between the first check and the push took the vector before the push:
+        // it did not wake this waker, so the caller must see `true`.
+        self.is_complete()
+    }
 }
 
 impl fmt::Debug for Overlapped {
@@ -601,6 +623,27 @@ pub(crate) mod tests {
         c.complete(Status::SUCCESS);
         assert_eq!(t1.0.load(Ordering::Relaxed), 1, "the first task");
         assert_eq!(t2.0.load(Ordering::Relaxed), 1, "the second task");
+    }
+
+    /// The completion hook fires once, on completion; a finished request says so instead.
+    #[test]
+    fn a_completion_hook_is_woken_on_completion() {
+        use std::sync::atomic::AtomicUsize;
+        use std::task::Wake;
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let (ov, c) = Overlapped::pending(Arc::new(NullDriver));
+        let hook = Arc::new(Count(AtomicUsize::new(0)));
+        assert!(!ov.wake_on_completion(&Waker::from(hook.clone())));
+        assert_eq!(hook.0.load(Ordering::Relaxed), 0, "not before completion");
+        c.complete(Status::SUCCESS);
+        assert_eq!(hook.0.load(Ordering::Relaxed), 1, "woken by the completion");
+        assert!(ov.wake_on_completion(&Waker::from(hook.clone())));
+        assert_eq!(hook.0.load(Ordering::Relaxed), 1, "a finished request wakes nothing");
     }
 
     /// A claimed request is out of a cancel's reach; a cancelled one cannot be claimed.

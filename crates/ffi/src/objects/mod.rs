@@ -1,0 +1,121 @@
+//! The ND v2 objects: one module per interface, each a [`crate::com::Interface`] with its
+//! vtable in `ndspi.h`'s slot order (docs/ND-RULES.md §2.1).
+
+pub mod adapter;
+pub mod connector;
+pub mod cq;
+pub mod listener;
+pub mod memory;
+pub mod provider;
+pub mod qp;
+pub mod srq;
+
+use std::ffi::c_void;
+
+use crate::abi::{GUID, HRESULT, OVERLAPPED};
+use crate::com::{Com, Interface, UnknownSlots};
+
+/// The two `IND2Overlapped` slots, after `IUnknown`'s.
+#[repr(C)]
+pub struct OverlappedSlots<T: Interface> {
+    /// `CancelOverlappedRequests()`.
+    pub cancel_overlapped_requests: unsafe extern "C" fn(*mut Com<T>) -> HRESULT,
+    /// `GetOverlappedResult(OVERLAPPED*, BOOL wait)`.
+    pub get_overlapped_result: unsafe extern "C" fn(*mut Com<T>, *mut OVERLAPPED, i32) -> HRESULT,
+}
+
+/// An object with overlapped requests (`IND2Overlapped`): its request table.
+pub trait HasRequests: Interface {
+    /// The object's overlapped requests.
+    fn requests(&self) -> &crate::request::Requests;
+    /// `CancelOverlappedRequests` on the Rust object.
+    fn cancel(&self) -> nd::Result<()>;
+}
+
+impl<T: HasRequests> OverlappedSlots<T> {
+    /// The generic implementations.
+    pub const NEW: Self = Self {
+        cancel_overlapped_requests: cancel_overlapped_requests::<T>,
+        get_overlapped_result: get_overlapped_result::<T>,
+    };
+}
+
+unsafe extern "C" fn cancel_overlapped_requests<T: HasRequests>(this: *mut Com<T>) -> HRESULT {
+    crate::boundary::hresult(|| {
+        // SAFETY: dispatch.
+        let obj = unsafe { &Com::this(this).obj };
+        crate::boundary::status_of(&obj.cancel())
+    })
+}
+
+unsafe extern "C" fn get_overlapped_result<T: HasRequests>(
+    this: *mut Com<T>,
+    ov: *mut OVERLAPPED,
+    wait: i32,
+) -> HRESULT {
+    crate::boundary::hresult(|| {
+        // SAFETY: dispatch.
+        let obj = unsafe { &Com::this(this).obj };
+        // SAFETY: `ov` is the caller's OVERLAPPED (null is refused inside).
+        unsafe { obj.requests().result(ov, wait != 0) }.0
+    })
+}
+
+/// The `IUnknown` + `IND2Overlapped` prefix of CQ, SRQ, MR, connector and listener vtables.
+#[repr(C)]
+pub struct OverlappedPrefix<T: HasRequests> {
+    /// Slots 0–2.
+    pub unknown: UnknownSlots<T>,
+    /// Slots 3–4.
+    pub overlapped: OverlappedSlots<T>,
+}
+
+impl<T: HasRequests> OverlappedPrefix<T> {
+    /// The generic implementations.
+    pub const NEW: Self = Self {
+        unknown: UnknownSlots::NEW,
+        overlapped: OverlappedSlots::NEW,
+    };
+}
+
+/// A `Create*` method's `iid` and `pp` checks: `pp` null → `ND_INVALID_PARAMETER_{pp_param}`,
+/// an IID the object does not answer → `E_NOINTERFACE` (with `*pp` null).
+///
+/// # Safety
+/// `iid` is null or 16 readable bytes; `pp` is null or writable.
+pub unsafe fn check_create<T: Interface>(
+    iid: *const GUID,
+    pp: *mut *mut c_void,
+    pp_param: u32,
+) -> Result<(), HRESULT> {
+    if pp.is_null() {
+        return Err(nd::Status::invalid_parameter(pp_param).0);
+    }
+    // SAFETY: `pp` checked; `iid` per the caller.
+    unsafe {
+        crate::com::put(pp, std::ptr::null_mut());
+        if crate::iid::is_one_of(iid, T::IIDS) {
+            Ok(())
+        } else if iid.is_null() {
+            Err(nd::Status::invalid_parameter(1).0)
+        } else {
+            Err(crate::abi::E_NOINTERFACE)
+        }
+    }
+}
+
+/// SGEs from C: a null array is allowed only with `n == 0` (`ND2_SGE` is `nd::Sge`, so the
+/// caller's array is used in place).
+///
+/// # Safety
+/// `sge` is null or valid for reads of `n` elements during the call.
+pub unsafe fn sges<'a>(sge: *const nd::Sge, n: u32, param: u32) -> Result<&'a [nd::Sge], HRESULT> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if sge.is_null() {
+        return Err(nd::Status::invalid_parameter(param).0);
+    }
+    // SAFETY: the caller's contract: `n` readable elements.
+    Ok(unsafe { std::slice::from_raw_parts(sge, n as usize) })
+}

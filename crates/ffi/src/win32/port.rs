@@ -1,0 +1,73 @@
+//! I/O completion ports (`CreateIoCompletionPort`, `GetQueuedCompletionStatus(Ex)`,
+//! `PostQueuedCompletionStatus`): a FIFO of completion packets.
+//!
+//! Not emulated (README, "C and C++"): the concurrency limit, the LIFO wake-up order of
+//! waiting threads, and association of anything but ND overlapped files.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::wait::{wait_until, Drivers, Wake};
+use crate::abi::OVERLAPPED;
+
+/// One completion packet.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet {
+    /// `lpNumberOfBytesTransferred`.
+    pub bytes: u32,
+    /// The completion key the file was associated with (or the one posted).
+    pub key: usize,
+    /// The request's `OVERLAPPED`, the same pointer the request was started with.
+    pub ov: *mut OVERLAPPED,
+    /// The request's NTSTATUS (0 for a posted packet).
+    pub status: u32,
+}
+
+// SAFETY: the packet carries the caller's OVERLAPPED pointer as a value; this library never
+// dereferences it after queueing.
+unsafe impl Send for Packet {}
+
+/// A completion port.
+#[derive(Debug, Default)]
+pub struct Port {
+    queue: Mutex<VecDeque<Packet>>,
+    wake: Wake,
+    /// The adapters whose overlapped files are associated with the port: a waiter drives them.
+    pub(crate) drivers: Drivers,
+}
+
+impl Port {
+    /// Queue `p` and wake a waiter.
+    pub fn post(&self, p: Packet) {
+        self.queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(p);
+        self.wake.notify();
+    }
+
+    fn pop_into(&self, out: &mut Vec<Packet>, max: usize) -> bool {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        while out.len() < max {
+            match q.pop_front() {
+                Some(p) => out.push(p),
+                None => break,
+            }
+        }
+        !out.is_empty()
+    }
+
+    /// Take up to `max` packets, waiting (and driving the associated adapters) until at least
+    /// one is there or `deadline` passes.
+    pub fn dequeue(&self, max: usize, deadline: Option<Instant>) -> Vec<Packet> {
+        let out = std::cell::RefCell::new(Vec::new());
+        wait_until(
+            &self.drivers,
+            &self.wake,
+            &|| self.pop_into(&mut out.borrow_mut(), max),
+            deadline,
+        );
+        out.into_inner()
+    }
+}
