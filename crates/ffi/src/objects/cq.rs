@@ -1,5 +1,7 @@
 //! `IND2CompletionQueue` (IND2CompletionQueue, Microsoft's NetworkDirect SPI reference).
 
+use std::mem::MaybeUninit;
+
 use nd::{NdResult, NotifyType, Status};
 
 use super::{HasRequests, OverlappedPrefix};
@@ -137,14 +139,21 @@ unsafe extern "C" fn get_results(this: This, out: *mut NdResult, n: u32) -> u32 
             return 0;
         }
         let cq = &obj(this).cq;
-        let mut buf = [NdResult::EMPTY; CHUNK];
+        let mut buf = [const { MaybeUninit::<NdResult>::uninit() }; CHUNK];
         let mut done = 0usize;
         let n = n as usize;
         while done < n {
             let want = (n - done).min(CHUNK);
-            let got = cq.get_results(&mut buf[..want]);
+            // Only the entries asked for are initialised: a polling loop asks for one or a
+            // few, and pays for no more.
+            for e in &mut buf[..want] {
+                e.write(NdResult::EMPTY);
+            }
+            // SAFETY: the first `want` entries were just initialised.
+            let slice = unsafe { &mut *(&raw mut buf[..want] as *mut [NdResult]) };
+            let got = cq.get_results(slice);
             // SAFETY: the caller's array has `n` entries; `done + got <= n`.
-            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), out.add(done), got) };
+            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<NdResult>(), out.add(done), got) };
             done += got;
             if got < want {
                 break;
