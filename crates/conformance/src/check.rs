@@ -171,7 +171,7 @@ pub fn next_results(cq: &CompletionQueue, n: usize, what: &str) -> Check<Vec<NdR
             break;
         }
         // The poll above came back short, so any completion queued from now on fires this
-        // Notify (the race rule of nd-reference.md §2.5).
+        // Notify (the race rule of docs/ND-RULES.md §2.5).
         let ov = cq.notify(NotifyType::Any).ctx("CompletionQueue::notify")?;
         let left = deadline.saturating_duration_since(Instant::now());
         match ov.wait_timeout(Some(left)) {

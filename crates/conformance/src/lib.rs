@@ -6,12 +6,15 @@
 //! [`harness::run`] starts both roles as separate processes over 127.0.0.1 or ::1 and judges
 //! the outcome, with a hard deadline so that nothing ever hangs.
 //!
-//! The rules checked are those of `nd-reference.md` §2.9–§2.12 and §7 (statuses in §1.1); each
+//! The rules checked are those of `docs/ND-RULES.md` §2.9–§2.12 and §7 (statuses in §1.1); each
 //! check names the rule it comes from.
 //!
 //! Synchronisation is by blocking waits only: ND requests (`Overlapped` waits, CQ `Notify`),
 //! pipes (the `LISTENING`/`READY` lines, a server's standard input reaching end-of-file), and
 //! child exit. No role or harness step sleeps to let something happen.
+//!
+//! Rule ids (`R-CANCEL-1`, `D9`, ...) and sections (`§2.10`) refer to the repository's
+//! `docs/ND-RULES.md`; wire facts to `docs/WIRE.md` and their RFCs.
 
 // Requests are lists of byte ranges (one per SGE): `&[0..64]` is a one-SGE request, not a
 // mistaken attempt at a Vec of the range's elements.

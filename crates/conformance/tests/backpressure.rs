@@ -231,7 +231,7 @@ const TAG: usize = 8;
 
 /// Two threads post Sends on one queue pair at once. A queue pair has one initiator queue,
 /// whatever thread posts to it: its Sends leave in the order the provider accepted them, and
-/// complete in that order (nd-reference.md §2.5, GetResults: "within one QP, initiator
+/// complete in that order (docs/ND-RULES.md §2.5, GetResults: "within one QP, initiator
 /// requests complete in issue order"). So the sender's completions must come in
 /// exactly the order the messages arrive at the receiver. Each Send may be written within its
 /// post (tcp: by `send(2)`; shm: into the ring) and complete there, under the queue pair's

@@ -1,4 +1,4 @@
-//! `IND2CompletionQueue::Notify` and `Resize` over real connections (`nd-reference.md` §2.5,
+//! `IND2CompletionQueue::Notify` and `Resize` over real connections (`docs/ND-RULES.md` §2.5,
 //! R-CQ-1, R-CANCEL-1): each Notify type, the race rule, fire-once, ANY over SOLICITED,
 //! overrun, resize while messages flow, and Cancel's FIFO order.
 //!

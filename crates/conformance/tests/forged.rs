@@ -4,7 +4,7 @@
 //! stale STags, STags without the right, out-of-range and wrapping TOs, windows bound through
 //! another connection, more Read Requests than the IRD. Not one byte may get into the server's
 //! memory or out of it past the checks: each case must draw exactly the Terminate
-//! (layer/type/code) of iwarp-wire.md §4.3–4.4 naming the offending segment, no Read Response
+//! (layer/type/code) of docs/WIRE.md §4.3–4.4 naming the offending segment, no Read Response
 //! bytes, the server's Receive flushed, and the server's memory as it was.
 //!
 //! The `control` case is the same raw client doing a correct Write and Read: the server
@@ -752,7 +752,7 @@ fn forged_one_sided_traffic() {
 
 /// An initiator that cannot use our Reply answers with the LLP Terminate of RFC 6581 §9.2
 /// instead of an RTR: the connection never came up, so the passive Accept completes
-/// ND_CONNECTION_REFUSED (nd-reference.md D9), not ND_SUCCESS.
+/// ND_CONNECTION_REFUSED (docs/ND-RULES.md D9), not ND_SUCCESS.
 #[test]
 fn a_terminate_instead_of_the_rtr_refuses_the_accept() {
     harness::each_provider(Needs::IwarpWire, "terminate-instead-of-rtr", |p, fam| {

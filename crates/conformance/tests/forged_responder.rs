@@ -5,7 +5,7 @@
 //! it, and a refusal can still name it), takes the RTR, and then answers the ND side's RDMA
 //! Write or Read with a Terminate, or with a forged Read Response.
 //!
-//! What the initiator must make of it (iwarp-wire.md §4.4, nd-reference.md D6 and the
+//! What the initiator must make of it (docs/WIRE.md §4.4, docs/ND-RULES.md D6 and the
 //! ND2_RESULT status table of IND2CompletionQueue):
 //!
 //! * A Terminate naming the request (its DDP header, D): a protection error (EType 1 of RDMAP
@@ -134,7 +134,7 @@ fn cases() -> Vec<Case> {
             status: Status::SUCCESS,
             refusal: None,
         },
-        // siw's answer to more Read Requests than its IRD (iwarp-wire.md §4.4).
+        // siw's answer to more Read Requests than its IRD (docs/WIRE.md §4.4).
         refused(
             "read-refused-stream-catastrophic",
             Op::Read,
@@ -559,7 +559,7 @@ fn side_and_responder(
 }
 
 /// An acceptor that grants more Reads than the ND side's Connect offered (its MPA Reply's IRD
-/// and ORD at 64): the active side's GetReadLimits stays within the offer (nd-reference.md
+/// and ORD at 64): the active side's GetReadLimits stays within the offer (docs/ND-RULES.md
 /// §2.10, "each already clamped by both ends' hardware"), swapped to its view (D25), as its
 /// queue pair is programmed.
 #[test]

@@ -1,9 +1,9 @@
 //! What a successful request reports in `BytesTransferred`, in one process over real sockets,
 //! for every provider and both loopback families.
 //!
-//! ND v2 defines the field for Receives only (nd-reference.md §1.10: undefined for the
+//! ND v2 defines the field for Receives only (docs/ND-RULES.md §1.10: undefined for the
 //! rest); ND v1 defines it for Send, Read and Write as well, and WinOF reports the request's
-//! length there (nd-v1-ndk.md). Every provider here reports, for a successful Send, Write and
+//! length there (the ND v1 `INDEndpoint` documentation and WinOF's provider). Every provider here reports, for a successful Send, Write and
 //! Read, the total of its scatter/gather list, whatever way the request took inside the
 //! provider: the sizes below cover zero bytes, copied within the post (INLINE or registered),
 //! several SGEs, past a shm cell (49 B), chunked, and for one-sided requests the whole 64 KiB

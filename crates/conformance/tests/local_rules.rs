@@ -1,5 +1,5 @@
 //! Argument validation and local rules, in one process but over real sockets, for every
-//! provider and both loopback families (nd-reference.md §2.4–§2.11, R-*, D3, D7, D12, D13).
+//! provider and both loopback families (docs/ND-RULES.md §2.4–§2.11, R-*, D3, D7, D12, D13).
 
 // Requests are lists of byte ranges (one per SGE): `&[0..64]` is a one-SGE request, not a
 // mistaken attempt at a Vec of the range's elements.

@@ -1,6 +1,6 @@
 //! Out of ports: a Bind to port 0 when every port of the ephemeral range is taken fails
 //! `ND_TOO_MANY_ADDRESSES` (IND2Connector::Bind, IND2Listener::Bind: "port 0 and no free port
-//! in the ephemeral range 49152–65535", nd-reference.md §2.10, §2.11), on every provider.
+//! in the ephemeral range 49152–65535", docs/ND-RULES.md §2.10, §2.11), on every provider.
 //!
 //! The range is exhausted for real: connectors bound to port 0 until the provider says so.
 //! That takes every port of 127.0.0.1 from everybody else, so it happens on a private network

@@ -1,6 +1,6 @@
 //! One-sided requests' local rules, in one process over real sockets, for every provider and
 //! both loopback families: argument checks of Read, Write, Bind and Invalidate
-//! (IND2QueuePair, nd-reference.md §2.9), memory registration (§2.7, D7, R-MR-1) and a local
+//! (IND2QueuePair, docs/ND-RULES.md §2.9), memory registration (§2.7, D7, R-MR-1) and a local
 //! protection error.
 
 #![allow(clippy::single_range_in_vec_init)]
@@ -241,7 +241,7 @@ fn write_from_unregistered_memory_fails_locally() {
 
 /// A Read on a connection with no outbound Reads (ORD 0) can never be issued. Read does not
 /// list a synchronous status for it (IND2QueuePair::Read): the post succeeds, and the Read
-/// completes `ND_INVALID_DEVICE_REQUEST` (a malformed request, nd-reference.md §2.5) in its
+/// completes `ND_INVALID_DEVICE_REQUEST` (a malformed request, docs/ND-RULES.md §2.5) in its
 /// turn, after the Write before it, and ends the connection, as any error completion does.
 #[test]
 fn a_read_without_outbound_reads_fails_in_its_turn() {
@@ -302,7 +302,7 @@ fn beyond_what_is_in_flight() -> usize {
 enum Revoke {
     /// Invalidate the window the Read names.
     Invalidate,
-    /// Release the window the Read names (which unbinds it, nd-reference.md G10).
+    /// Release the window the Read names (which unbinds it, docs/ND-RULES.md G10).
     Release,
     /// Deregister the region the Read names.
     Deregister,
@@ -606,7 +606,7 @@ fn windows_are_unbound_when_their_connection_ends() {
     });
 }
 
-/// nd-reference G10: applications release objects in any order, windows while still bound.
+/// docs/ND-RULES.md G10: applications release objects in any order, windows while still bound.
 /// A released window unbinds itself: its region deregisters (no ND_DEVICE_BUSY, and the
 /// Deregister completes), the peer's access through its token is refused, and binding and
 /// releasing windows over and over keeps nothing bound.

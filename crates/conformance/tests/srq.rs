@@ -1,5 +1,5 @@
-//! Shared receive queues inside one process (`nd2/IND2SharedReceiveQueue.md`,
-//! `nd-reference.md` §2.6): both ends on one adapter, so every wait drives both.
+//! Shared receive queues inside one process (IND2SharedReceiveQueue in Microsoft's NetworkDirect SPI reference,
+//! `docs/ND-RULES.md` §2.6): both ends on one adapter, so every wait drives both.
 //!
 //! Runs against every provider whose adapter reports `MaxSharedReceiveQueueDepth > 0`, and
 //! says on stderr which ones it skipped. The receivers' bounds (`ND_TCP_RNR_TIMEOUT_MS`,

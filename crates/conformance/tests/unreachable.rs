@@ -4,7 +4,7 @@
 //! interface whose only neighbour swallows every packet.
 //!
 //! * IND2Connector::Connect lists ND_NETWORK_UNREACHABLE, ND_HOST_UNREACHABLE and
-//!   ND_IO_TIMEOUT as outcomes "the attempt may be retried" after (nd-reference.md §2.10), and
+//!   ND_IO_TIMEOUT as outcomes "the attempt may be retried" after (docs/ND-RULES.md §2.10), and
 //!   a failed Connect leaves the queue pair unchanged. Over `tcp`: no route at all
 //!   (`ENETUNREACH`) is ND_NETWORK_UNREACHABLE, an `unreachable` route (`EHOSTUNREACH`) is
 //!   ND_HOST_UNREACHABLE, and a neighbour that never answers the handshake is ND_IO_TIMEOUT

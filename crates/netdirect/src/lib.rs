@@ -29,6 +29,9 @@
 //! readable during the call).
 //! [`Buffer`] + [`MemoryRegion::register_buffer`] keep memory alive for as long as the provider
 //! can touch it.
+//!
+//! Rule ids (`R-MW-1`, `D7`, ...) refer to the repository's `docs/ND-RULES.md`, the ND rules this
+//! library follows.
 
 mod adapter;
 mod connect;

@@ -42,7 +42,7 @@ impl MemoryRegion {
 
     /// `Register` `len` bytes at `buffer` with `flags`.
     ///
-    /// Errors (`nd-reference.md` D7): a null `buffer` gives `ND_INVALID_PARAMETER`, `len == 0`
+    /// Errors (`docs/ND-RULES.md` D7): a null `buffer` gives `ND_INVALID_PARAMETER`, `len == 0`
     /// gives `ND_INVALID_BUFFER_SIZE`, more than `MaxRegistrationSize` gives
     /// `ND_INVALID_PARAMETER`.
     ///

@@ -1,4 +1,4 @@
-//! Provider discovery (`IND2Provider`, `nd-reference.md` §6.2 for the Windows original).
+//! Provider discovery (`IND2Provider`, `docs/ND-RULES.md` §6.2 for the Windows original).
 //!
 //! Windows finds providers in the Winsock catalog; here they are registered in-process. The
 //! built-in providers are always present; [`Provider::register`] adds others (a future verbs

@@ -20,7 +20,7 @@ use crate::{MemoryRegion, MemoryWindow, OpFlags, Result, Sge};
 /// the memory alone meanwhile. That is the contract of each `unsafe` post.
 ///
 /// The exception is `INLINE` (Send and Write): its bytes are copied during the call, and, as
-/// nd-reference.md §2.9 allows, its tokens are not checked ("tokens may be invalid"), so the
+/// docs/ND-RULES.md §2.9 allows, its tokens are not checked ("tokens may be invalid"), so the
 /// SGEs must name memory valid for reads for the call's duration, registered or not.
 #[derive(Clone)]
 pub struct QueuePair {
@@ -145,7 +145,7 @@ impl QueuePair {
     /// Reads (ORD 0) the Read can never be issued: it completes `ND_INVALID_DEVICE_REQUEST`
     /// in its turn and ends the connection, as any error completion does. A read the peer
     /// refuses (bad token, rights, bounds) completes with `ND_ACCESS_VIOLATION`
-    /// (nd-reference.md D6) and ends the connection; the peer's memory is not read.
+    /// (docs/ND-RULES.md D6) and ends the connection; the peer's memory is not read.
     ///
     /// # Safety
     /// The memory must not be read or written until the Read completes.

@@ -1,5 +1,5 @@
 //! The ND support library's helpers (`ndsupport.h`, implemented by Microsoft's ndutil;
-//! `nd-reference.md` §3): the calls every ND example makes before it touches a provider —
+//! `docs/ND-RULES.md` §3): the calls every ND example makes before it touches a provider —
 //! list the addresses ND serves, find the local address that reaches a peer, open the adapter
 //! for an address.
 //!

@@ -369,7 +369,7 @@ impl ConnectorProvider for Shm {
             // The connecting side went away before our answer (a Unix socket refuses a send
             // to a closed peer at once): IND2Connector::Accept's ND_CONNECTION_ABORTED, "the
             // connecting peer abandoned the connection establishment", as tcp reports it. One
-            // that leaves after the answer is refused instead (nd-reference.md D9).
+            // that leaves after the answer is refused instead (docs/ND-RULES.md D9).
             return Ok(Overlapped::completed(engine, Status::CONNECTION_ABORTED));
         }
         // After Accept, GetReadLimits reports the negotiated limits from our point of view.

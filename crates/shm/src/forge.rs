@@ -1,7 +1,7 @@
 //! A hostile peer, for the tests and the fuzz target `shm_records` (`fuzz/`): a victim queue
 //! pair connected, inside this process, to an attacker whose ring toward the victim is written
 //! raw — any record kind, flags, lengths, descriptors and data-area bytes — as a same-host peer
-//! that does not run this library could write it (issue 5's trust model, docs/ARCHITECTURE.md).
+//! that does not run this library could write it (the trust model, docs/ARCHITECTURE.md).
 //!
 //! [`run`] checks what the trust model promises: whatever the records, the victim neither
 //! panics nor hangs (a completion always comes: the Receive it had posted, delivered or

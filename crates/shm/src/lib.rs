@@ -164,6 +164,8 @@
 //!
 //! Under `--cfg loom` only the ring, the biased mutex, their atomics and the models are built
 //! (the provider is a stub), so normal builds never depend on loom.
+//!
+//! Rule ids (`R-QP-7`, `D5`, ...) refer to the repository's `docs/ND-RULES.md`.
 
 // `unsafe` appears only in `segment` (the mapping and the ring's memory), `mem` (application
 // memory by address), `bias` (the biased mutex's cell) and the SPI's unsafe post methods, whose

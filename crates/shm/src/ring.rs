@@ -106,7 +106,7 @@ pub(crate) mod kind {
     pub(crate) const MAPR: u8 = 15;
     /// The sender's oldest unreceived message is longer than the Receive it reached: that
     /// Receive completed `ND_DATA_OVERRUN` and the connection ends; the Send fails
-    /// `STATUS_DATA_ERROR` if it has not completed yet (nd-reference.md D5, as a tcp Send a
+    /// `STATUS_DATA_ERROR` if it has not completed yet (docs/ND-RULES.md D5, as a tcp Send a
     /// Terminate names). `total` names the message as [`RNR`] does.
     pub(crate) const OVERRUN: u8 = 16;
     /// The kinds whose bytes are in the data area (written by `Producer::push_data`, given

@@ -30,7 +30,7 @@ fn fake_listener() -> (std::os::fd::OwnedFd, u16) {
 }
 
 /// An ACCEPT that names read limits far beyond anything offered: the connecting side reports
-/// and programs no more than it offered (nd-reference §2.10: GetReadLimits values are
+/// and programs no more than it offered (docs/ND-RULES.md §2.10: GetReadLimits values are
 /// "already clamped by both ends' hardware"), so the acceptor cannot widen how many Reads it
 /// may have outstanding against us.
 #[test]

@@ -57,7 +57,7 @@ fn a_pulled_message_stops_the_receiver_not_ready_clock() {
     );
 }
 
-/// nd-reference.md D5: the Receive too small for a pulled message completes ND_DATA_OVERRUN,
+/// docs/ND-RULES.md D5: the Receive too small for a pulled message completes ND_DATA_OVERRUN,
 /// the Send, still waiting for the receiver's answer, STATUS_DATA_ERROR (as tcp completes a
 /// Send a Terminate names), and the Send behind it ND_CANCELED.
 #[test]

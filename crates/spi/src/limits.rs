@@ -1,6 +1,6 @@
 //! The argument checks of the `Create*` calls against an adapter's limits
 //! (`ND2_ADAPTER_INFO`), with the parameter numbers ND reports (`ND_INVALID_PARAMETER_n`,
-//! nd-reference.md G11). `netdirect` makes them before calling a provider; the SPI kit (for
+//! docs/ND-RULES.md G11). `netdirect` makes them before calling a provider; the SPI kit (for
 //! queue pairs, the provider, once it has recognised the queues) makes them again, so that a
 //! provider object reached directly (`as_spi()`) refuses what would otherwise size its queues
 //! from an unchecked number.

@@ -1,4 +1,4 @@
-//! ND status codes (`ndstatus.mc`), with the exact HRESULT values of `nd-reference.md` §1.1.
+//! ND status codes (`ndstatus.mc`), with the exact HRESULT values of `docs/ND-RULES.md` §1.1.
 //!
 //! A [`Status`] is an HRESULT: negative values are failures (`FAILED(hr)`), non-negative values
 //! succeed. Note the severity quirk the ND tests rely on: [`Status::BUFFER_OVERFLOW`],
@@ -122,7 +122,7 @@ statuses! {
     CONNECTION_ABORTED = 0xC000_0241, "ND_CONNECTION_ABORTED", "the connection was aborted";
     /// The adapter was removed; only cleanup works.
     DEVICE_REMOVED = 0xC000_02B6, "ND_DEVICE_REMOVED", "the adapter was removed";
-    /// NTSTATUS that ND tests expect: Bind on an already bound listener or connected connector (`nd-reference.md` D13).
+    /// NTSTATUS that ND tests expect: Bind on an already bound listener or connected connector (`docs/ND-RULES.md` D13).
     ADDRESS_ALREADY_ASSOCIATED = 0xC000_0238, "STATUS_ADDRESS_ALREADY_ASSOCIATED", "the object is already bound to an address";
     /// NTSTATUS that ND tests expect: Connect to 0.0.0.0 (D13).
     BAD_NETWORK_NAME = 0xC000_00CC, "STATUS_BAD_NETWORK_NAME", "the destination address is not a usable address";
@@ -154,7 +154,7 @@ impl Status {
     }
 
     /// `ND_INVALID_PARAMETER_n` for a 1-based parameter position `n` (1..=10), counting `iid` as 1
-    /// as the ND documentation does (`nd-reference.md` G11).
+    /// as the ND documentation does (`docs/ND-RULES.md` G11).
     pub const fn invalid_parameter(n: u32) -> Self {
         match n {
             1..=10 => Self(0xC000_00EF_u32.wrapping_add(n - 1) as i32),

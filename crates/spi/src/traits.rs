@@ -1,4 +1,4 @@
-//! The provider interface: one trait per ND v2 interface (`../shared/spec/nd2/`).
+//! The provider interface: one trait per ND v2 interface (the pages of Microsoft's NetworkDirect SPI reference).
 //!
 //! The public `netdirect` crate validates arguments against [`AdapterInfo`] (the numbered
 //! `ND_INVALID_PARAMETER_n` errors) before it calls a provider, so providers see arguments that
@@ -193,7 +193,7 @@ pub trait QueuePair: Send + Sync + Debug {
     /// # Safety
     /// Unless `INLINE` is set, the memory the SGEs name must not be written until the Send
     /// completes. With `INLINE`, each SGE must be valid for reads of its length during the
-    /// call: the provider copies it then without checking its token (nd-reference.md §2.9).
+    /// call: the provider copies it then without checking its token (docs/ND-RULES.md §2.9).
     unsafe fn send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()>;
     /// `Receive`.
     ///
@@ -234,7 +234,7 @@ pub trait QueuePair: Send + Sync + Debug {
     /// # Safety
     /// Unless `INLINE` is set, the memory the SGEs name must not be written until the Write
     /// completes. With `INLINE`, each SGE must be valid for reads of its length during the
-    /// call: the provider copies it then without checking its token (nd-reference.md §2.9).
+    /// call: the provider copies it then without checking its token (docs/ND-RULES.md §2.9).
     unsafe fn write(
         &self,
         context: u64,

@@ -1,4 +1,4 @@
-//! ND v2 flags, enums and structures (`nd-reference.md` §1.3–§1.10), in Rust form.
+//! ND v2 flags, enums and structures (`docs/ND-RULES.md` §1.3–§1.10), in Rust form.
 
 use bitflags::bitflags;
 

@@ -29,7 +29,7 @@ pub const ADAPTER_ID: u64 = 0x7463_7000_0000_0001; // "tcp" in the top bytes
 pub(crate) type Shared = adapter::Shared<Engine, Config>;
 
 /// The limits of the `tcp` provider. They are software limits, chosen so that every ND test
-/// pattern fits (`nd-reference.md` §8.4) and every value is one the provider really honours.
+/// pattern fits (`docs/ND-RULES.md` §8.4) and every value is one the provider really honours.
 pub(crate) fn adapter_info() -> AdapterInfo {
     AdapterInfo {
         info_version: ND_VERSION_2,

@@ -35,7 +35,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ND_TCP_REQUEST_TIMEOUT_MS",
         default: "5000",
-        meaning: "how long a listener waits for an accepted TCP connection's MPA Request before closing it (siw's MPAREP_TIMEOUT, iwarp-wire.md §2.3), so stray or stalled connections cannot pile up",
+        meaning: "how long a listener waits for an accepted TCP connection's MPA Request before closing it (siw's MPAREP_TIMEOUT, docs/WIRE.md §2.3), so stray or stalled connections cannot pile up",
     },
     Variable {
         name: "ND_TCP_RNR_TIMEOUT_MS",

@@ -1,7 +1,7 @@
 //! `IND2Connector` for the `tcp` provider: the active side's TCP connect and MPA Request /
 //! Reply exchange, and the passive side's Accept / Reject of a request a listener delivered.
 //!
-//! ND's three steps map onto MPA v2 peer-to-peer mode (RFC 6581 §9, iwarp-wire.md §2.9):
+//! ND's three steps map onto MPA v2 peer-to-peer mode (RFC 6581 §9, docs/WIRE.md §2.9):
 //! `Connect` sends the MPA Request and completes on the Reply; `CompleteConnect` sends the RTR;
 //! the passive `Accept` sends the Reply and completes when the RTR arrives.
 
@@ -422,7 +422,7 @@ impl ConnectorProvider for Tcp {
         );
         // IND2Connector::Accept: ND_CONNECTION_ABORTED, "the connecting peer abandoned the
         // connection establishment": it closed or reset before our Reply could reach it. One
-        // that leaves after the Reply went out is refused instead (nd-reference.md D9), when
+        // that leaves after the Reply went out is refused instead (docs/ND-RULES.md D9), when
         // its end of stream reaches the pending Accept.
         if sockets::peer_gone(&inc.sock) || sockets::write_all(&inc.sock, &reply).is_err() {
             return Ok(Overlapped::completed(
@@ -431,7 +431,7 @@ impl ConnectorProvider for Tcp {
             ));
         }
         // After Accept, GetReadLimits reports the negotiated limits from our point of view
-        // (nd-reference.md §2.10 GetReadLimits, D25): inbound = the Reads the peer may now
+        // (docs/ND-RULES.md §2.10 GetReadLimits, D25): inbound = the Reads the peer may now
         // issue = our IRD as sent in the Reply, outbound = our ORD as sent. The peer's
         // *requested* ORD is no longer the answer once Accept has clamped it.
         g.limits = ReadLimits {

@@ -5,7 +5,7 @@
 //! offsets, lengths and CRCs, or raw bytes — and ends with a FIN.
 //!
 //! [`run`] checks what the provider promises any peer (the brief's "bad input" rule, the
-//! iwarp-wire.md §4.4 checks): whatever it receives, the victim neither panics nor hangs (its
+//! docs/WIRE.md §4.4 checks): whatever it receives, the victim neither panics nor hangs (its
 //! posted Receive completes, delivered or flushed), and no byte of its memory changes outside
 //! the region it exposed for remote writing and that Receive.
 //!

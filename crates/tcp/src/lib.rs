@@ -14,6 +14,9 @@
 //!
 //! ND ports are TCP ports (an identity mapping), so a `tcp` listener is reachable by any iWARP
 //! peer that connects to that TCP port.
+//!
+//! Rule ids (`R-QP-7`, `D5`, ...) refer to the repository's `docs/ND-RULES.md`; wire facts cite
+//! their RFC section and `docs/WIRE.md`.
 
 // `unsafe` appears only where application memory is touched by address (`mem`), in the
 // SPI's unsafe post methods, whose contracts it forwards, and in the wake signal's

@@ -141,7 +141,7 @@ impl ListenerProvider for Tcp {
                             hs.inner.lock().unwrap_or_else(|e| e.into_inner()).sock = Some(reg);
                             this.lock().handshakes.push(hs.clone());
                             // A peer that never completes its Request is dropped, as siw
-                            // does (iwarp-wire.md §2.3, RFC 5044 §7.1.2): otherwise stray or
+                            // does (docs/WIRE.md §2.3, RFC 5044 §7.1.2): otherwise stray or
                             // stalled connections would hold descriptors for the listener's
                             // life.
                             let at =
@@ -180,7 +180,7 @@ impl ListenerProvider for Tcp {
 }
 
 /// Addresses held by this process's bound listeners. `Bind` must report an address already in
-/// use on this adapter as ND_SHARING_VIOLATION (nd-reference.md §2.11 IND2Listener::Bind), but
+/// use on this adapter as ND_SHARING_VIOLATION (docs/ND-RULES.md §2.11 IND2Listener::Bind), but
 /// the listening sockets set SO_REUSEADDR (to rebind ports whose old connections sit in
 /// TIME_WAIT), and with it Linux lets two sockets that are bound but not yet listening share
 /// an address: the clash would only surface at Listen, which has no such status.

@@ -1,6 +1,6 @@
 //! Remote access protection: the checks every inbound RDMA Write segment, RDMA Read Request
 //! and RDMA Read Response passes **before** a single byte is placed or sent
-//! (RFC 5040 §8.1.1, RFC 5041 §7.1, iwarp-wire.md §4.4 and §5.5).
+//! (RFC 5040 §8.1.1, RFC 5041 §7.1, docs/WIRE.md §4.4 and §5.5).
 //!
 //! Each check looks at the whole byte range of the segment or request: the token (STag) must
 //! name a live registration of this adapter (index *and* key, `kit::mr::Table::lookup`), a
@@ -20,7 +20,7 @@ use netdirect_wire::rdmap::{ReadRequest, TermError};
 
 /// The registration an inbound RDMA Write segment of `len > 0` bytes at `to` under `stag`
 /// may be placed into, or the DDP tagged-buffer error to terminate with (RFC 5041 §7.2;
-/// iwarp-wire.md §4.4):
+/// docs/WIRE.md §4.4):
 ///
 /// | condition | Terminate |
 /// |---|---|
@@ -54,7 +54,7 @@ pub fn check_write(
 }
 
 /// The registration an inbound RDMA Read Request may read its `size` bytes from, or the
-/// RDMAP remote protection error to terminate with (RFC 5040 §4.8; iwarp-wire.md §4.4):
+/// RDMAP remote protection error to terminate with (RFC 5040 §4.8; docs/WIRE.md §4.4):
 /// 0x0/0x1/0x00 invalid STag, 0x0/0x1/0x03 STag not associated with the stream (a window
 /// bound through another queue pair), 0x0/0x1/0x02 access rights (no remote-read right),
 /// 0x0/0x1/0x04 TO wrap, 0x0/0x1/0x01 base or bounds. A zero-size request is answered
@@ -99,7 +99,7 @@ pub struct ExpectedResponse {
 /// the oldest outstanding Read (RFC 5040 §5.5 rule 20: responses come in request order) and
 /// against the sink's registration, which must still allow local writes of the range. A
 /// mismatch is 0x1/0x1/0x00 (STag) or 0x1/0x1/0x01 (TO or length), as siw reports it
-/// (`siw_rresp_check_ntoh`, iwarp-wire.md §4.4). A zero-size Read's response must be one
+/// (`siw_rresp_check_ntoh`, docs/WIRE.md §4.4). A zero-size Read's response must be one
 /// empty segment with L set; its STag and TO are not checked (RFC 5041 §5.2).
 pub fn check_read_response(
     expected: &ExpectedResponse,
@@ -151,7 +151,7 @@ fn associated(reg: &Registration, qp: u64) -> bool {
 }
 
 /// Whether a received Terminate's error means "your access was refused" (the initiator's
-/// request completes `ND_ACCESS_VIOLATION`, nd-reference.md D6) rather than another remote
+/// request completes `ND_ACCESS_VIOLATION`, docs/ND-RULES.md D6) rather than another remote
 /// failure (`ND_REMOTE_ERROR`): RDMAP remote protection errors and DDP tagged-buffer errors.
 pub fn is_protection_error(e: &TermError) -> bool {
     let (layer, etype, _) = e.parts();

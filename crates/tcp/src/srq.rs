@@ -1,5 +1,5 @@
-//! `IND2SharedReceiveQueue` for the `tcp` provider (`nd2/IND2SharedReceiveQueue.md`,
-//! `nd-reference.md` §2.6): the SPI kit's [`Srq`], which holds the Receives, their checks and
+//! `IND2SharedReceiveQueue` for the `tcp` provider (IND2SharedReceiveQueue in Microsoft's NetworkDirect SPI reference,
+//! `docs/ND-RULES.md` §2.6): the SPI kit's [`Srq`], which holds the Receives, their checks and
 //! the list of stalled queue pairs, plugged into this provider's adapter and queue pair.
 //!
 //! # A Send that finds the queue empty

@@ -10,7 +10,7 @@
 //!   the leader's `poll` set must grow to watch for writability.
 //!
 //! Two threads play a ping-pong through two queue pairs of one adapter, both blocking on CQ
-//! notifications (`nd-reference.md` §2.5: poll, arm Notify, poll again, wait). Which thread
+//! notifications (`docs/ND-RULES.md` §2.5: poll, arm Notify, poll again, wait). Which thread
 //! leads at any moment is up to the scheduler; every interleaving must finish, and a wake-up
 //! lost would leave a thread asleep until the wait's bound ([`WAIT`]), which fails the test.
 //! The ping-pongs run on both providers (their engines share the roles, `kit::waiters`); the

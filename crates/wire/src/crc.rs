@@ -4,7 +4,7 @@
 //! reflected 0x82F63B78, register initialised to all ones, result
 //! complemented): the standard "CRC-32C". The 32-bit value is placed on the
 //! wire **least-significant byte first** (`value.to_le_bytes()`), unlike every
-//! other iWARP header field (iwarp-wire.md §2.7).
+//! other iWARP header field (docs/WIRE.md §2.7).
 
 /// CRC-32C of `data`.
 ///

@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn control_byte_values() {
-        // iwarp-wire.md §3.1.
+        // docs/WIRE.md §3.1.
         let mut b = [0u8; UNTAGGED_LEN];
         DdpHeader::write(1, 0, true).encode(&mut b);
         assert_eq!(b[..2], [0xC1, 0x40]);

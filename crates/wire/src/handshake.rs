@@ -36,7 +36,7 @@
 //! [`MpaFlags::COMPLETION_PROBE_ACCEPTED`], in its Reply ([`AcceptConfig::probe`]), and then
 //! both ends accept one zero-length Read Request beyond their IRD ([`Negotiated::probe`]).
 //! Two bits, because a Responder may build its Reply from the Request's header and so echo
-//! every flag (Linux siw does, iwarp-wire.md §2.4): an echo of the offer is not an acceptance.
+//! every flag (Linux siw does, docs/WIRE.md §2.4): an echo of the offer is not an acceptance.
 //! Against a peer that does not accept, nothing changes on the wire.
 
 use crate::ddp::{DdpHeader, QN_READ_REQUEST};
@@ -75,7 +75,7 @@ pub struct InitiatorConfig {
     /// Request CRCs (C). RFC 5044 §4.4 makes CRCs the default; recommended.
     pub crc: bool,
     /// Our IRD (inbound Read depth) to announce; clamped to 0x3FFE. Keep it
-    /// ≤ 128 for siw (iwarp-wire.md §9).
+    /// ≤ 128 for siw (docs/WIRE.md §9).
     pub ird: u16,
     /// Our ORD (outbound Read depth) to announce; clamped to 0x3FFE, raised to
     /// 1 when `p2p` (a Read RTR needs one ORD slot, as siw/irdma do).
@@ -223,7 +223,7 @@ impl Initiator {
     /// The Terminate to send when [`Initiator::handle_reply`] failed on the Reply in `buf`
     /// with an error that ends a negotiation the Reply itself completed, so that FPDU framing
     /// is on: [`MpaError::NoMatchingRtr`] (RFC 6581 §9.2 item 3: "it sends a Terminate with
-    /// 0x2/0x0/0x07 and closes", iwarp-wire.md §2.9) and [`MpaError::InsufficientIrd`]
+    /// 0x2/0x0/0x07 and closes", docs/WIRE.md §2.9) and [`MpaError::InsufficientIrd`]
     /// (§9.1, 0x2/0x0/0x06). Framed with the CRC setting the
     /// exchange agreed (either side's C). `None` for any other failure: a frame that could
     /// not be read leaves no framing to speak in, and the connection just closes (RFC 5044
@@ -276,7 +276,7 @@ impl Initiator {
             let private_data = f.ulp_data.to_vec();
             return Ok(Some((InitiatorOutcome::Rejected { private_data }, n)));
         }
-        // iwarp-wire.md §2.4: markers are not supported (siw fails these too).
+        // docs/WIRE.md §2.4: markers are not supported (siw fails these too).
         if f.flags.contains(MpaFlags::MARKERS) {
             return Err(MpaError::MarkersRequested);
         }
@@ -392,7 +392,7 @@ impl Responder {
 
 /// `true` when the Request must be rejected (use [`reject`], not [`accept`]):
 /// it requires markers, which this crate cannot send (siw rejects these too,
-/// iwarp-wire.md §2.4).
+/// docs/WIRE.md §2.4).
 #[must_use]
 pub fn must_reject(req: &ConnectRequest) -> bool {
     req.markers
@@ -531,7 +531,7 @@ pub fn accept(req: &ConnectRequest, cfg: &AcceptConfig) -> (Vec<u8>, Negotiated)
 
 /// Builds a rejecting Reply (R = 1, RFC 5044 §7.1.2 rule 2): same revision
 /// rule as [`accept`]; C echoed from the Request (as siw does, giving the
-/// flag byte `0x70` of iwarp-wire.md §8.2 for an enhanced C=1 Request), M
+/// flag byte `0x70` of docs/WIRE.md §8.2 for an enhanced C=1 Request), M
 /// never set; when the Request was enhanced the v2 word comes first (A
 /// echoed, no RTR, IRD = ORD = 0), then `private_data`.
 ///
@@ -573,7 +573,7 @@ pub fn reject(req: &ConnectRequest, private_data: &[u8]) -> Vec<u8> {
     }
 }
 
-/// The Initiator's RTR FPDU in siw's form (iwarp-wire.md §2.9): a Write RTR
+/// The Initiator's RTR FPDU in siw's form (docs/WIRE.md §2.9): a Write RTR
 /// is a zero-length tagged Write to STag 1, TO 0; a Read RTR is a Read
 /// Request for 0 bytes (sink STag 0/TO 0, source STag 1/TO 0) whose MSN is
 /// taken from `tx` (QN 1), so later Read Requests continue the sequence.

@@ -52,6 +52,9 @@
 //! live in the repository's `fuzz/` package (`cargo +nightly fuzz run
 //! deframer` / `mpa`); under `cfg(fuzzing)` CRC checks always pass
 //! ([`crc::crc_matches`]).
+//!
+//! Section numbers `docs/WIRE.md §N` refer to the repository's summary of the iWARP wire facts,
+//! each pointing at its RFC.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -20,7 +20,7 @@ pub const HEADER_LEN: usize = 20;
 /// Largest PD_Length RFC 5044 §7.1.1 allows (rule 9: larger is malformed).
 pub const MAX_PRIVATE_DATA: usize = 512;
 /// Largest private data Linux siw and cxgb4 accept, the v2 word included
-/// (`MPA_MAX_PRIVDATA`, iwarp-wire.md §2.2). This crate never sends more.
+/// (`MPA_MAX_PRIVDATA`, docs/WIRE.md §2.2). This crate never sends more.
 pub const INTEROP_PRIVATE_DATA: usize = 256;
 /// Size of the MPA v2 IRD/ORD word (RFC 6581 §6).
 pub const ENHANCED_DATA_LEN: usize = 4;
@@ -33,7 +33,7 @@ pub const REVISION_2: u8 = 2;
 /// Mask of the 14-bit IRD and ORD fields (RFC 6581 §9.1). The all-ones value
 /// 0x3FFF means "the ULP negotiates this itself".
 pub const IRD_ORD_MASK: u16 = 0x3FFF;
-/// The largest depth an IRD or ORD field carries as a number (iwarp-wire.md §9): larger ones
+/// The largest depth an IRD or ORD field carries as a number (docs/WIRE.md §9): larger ones
 /// are clamped to it, so that none turns into [`IRD_ORD_MASK`]'s "negotiated by the ULP".
 pub const IRD_ORD_MAX: u16 = 0x3FFE;
 
@@ -57,7 +57,7 @@ bitflags::bitflags! {
         /// offers netdirect's Write completion probe: it accepts one zero-length RDMA Read
         /// Request beyond the IRD it announces (see [`crate::handshake`]). Never sent in a
         /// Reply, so that a Responder which copies the Request's flag byte into its Reply (siw
-        /// does, iwarp-wire.md §2.4) cannot seem to accept.
+        /// does, docs/WIRE.md §2.4) cannot seem to accept.
         const COMPLETION_PROBE = 0x04;
         /// Private to netdirect, in another reserved bit: in a Reply, the Responder accepts the
         /// probe the Request offered. Never sent in a Request, so no echo of one carries it.
@@ -199,7 +199,7 @@ pub enum MpaError {
     #[error("enhanced MPA frame without the IRD/ORD word")]
     MissingEnhancedData,
     /// The Reply asks for markers, which this crate does not support (siw
-    /// fails such connections too, iwarp-wire.md §2.4).
+    /// fails such connections too, docs/WIRE.md §2.4).
     #[error("peer requires MPA markers, which are not supported")]
     MarkersRequested,
     /// Peer-to-peer mode was requested but the Reply neither echoes A nor
@@ -214,7 +214,7 @@ pub enum MpaError {
 
 impl MpaError {
     /// The LLP (layer 0x2, type 0x0 MPA) Terminate error code for this error
-    /// (RFC 5044 §8, RFC 6581 §8; iwarp-wire.md §2.10): 0x07 for
+    /// (RFC 5044 §8, RFC 6581 §8; docs/WIRE.md §2.10): 0x07 for
     /// [`MpaError::NoMatchingRtr`], 0x04 "invalid MPA Request or Reply
     /// frame" for everything else.
     #[must_use]
@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn enhanced_word_examples() {
-        // iwarp-wire.md §8.1: P2P request offering Write and Read RTR.
+        // docs/WIRE.md §8.1: P2P request offering Write and Read RTR.
         let w = EnhancedData {
             p2p: true,
             rtr: RtrTypes::WRITE | RtrTypes::READ,

@@ -1,5 +1,5 @@
 //! Per-stream DDP message sequencing (RFC 5041 §4.3, §5; siw behaviour in
-//! iwarp-wire.md §3.5, §3.6 and §6.2 items 5–6).
+//! docs/WIRE.md §3.5, §3.6 and §6.2 items 5–6).
 //!
 //! * [`TxMsn`] hands out outbound MSNs, one counter per untagged queue.
 //! * [`RxSequencer`] checks inbound segments: QN, MSN, MO for untagged
@@ -89,7 +89,7 @@ struct PartialTagged {
 /// TO continuing exactly (else 0x1/0x1/0x01); a TO range that wraps 64 bits is
 /// 0x1/0x1/0x03. Interleaving a second untagged message into a partial one is
 /// an MSN error (0x1/0x2/0x03), as siw only accepts one partial tagged and
-/// one partial untagged message (iwarp-wire.md §3.6).
+/// one partial untagged message (docs/WIRE.md §3.6).
 ///
 /// A message is complete at its L = 1 segment, which advances the expected
 /// MSN of its queue. On error nothing is changed (the stream is dead anyway).

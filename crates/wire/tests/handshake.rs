@@ -279,7 +279,7 @@ fn request_never_exceeds_interop_limit() {
     });
     let r = i.request();
     assert_eq!(r.len(), 20 + 256);
-    // Clamped to the largest number, not to 0x3FFF ("the ULP negotiates", iwarp-wire.md §9).
+    // Clamped to the largest number, not to 0x3FFF ("the ULP negotiates", docs/WIRE.md §9).
     assert_eq!((i.ird(), i.ord()), (0x3FFE, 0x3FFE));
     let (f, _) = MpaFrame::decode(&r).unwrap().unwrap();
     let e = f.enhanced.expect("the IRD/ORD word");
@@ -351,7 +351,7 @@ fn completion_probe_negotiation() {
 }
 
 /// A Responder that builds its Reply from the Request's header, flag byte included, as Linux
-/// siw does (`siw_proc_mpareq` swaps only the key; iwarp-wire.md §2.4): the echoed offer is not
+/// siw does (`siw_proc_mpareq` swaps only the key; docs/WIRE.md §2.4): the echoed offer is not
 /// an acceptance, so no probe is sent to a peer that would take it for a Read beyond its IRD.
 #[test]
 fn an_echoed_offer_is_not_an_acceptance() {

@@ -1,4 +1,4 @@
-//! The worked byte examples of iwarp-wire.md §8 (each verified with tshark)
+//! The worked byte examples of docs/WIRE.md §8 (each verified with tshark)
 //! and the RFC 5044 CRC vectors (§8.6).
 
 mod common;
@@ -134,7 +134,7 @@ fn mpa_reply_8_2() {
         })
     );
 
-    // A reject has flag byte 0x70 (iwarp-wire.md §8.2).
+    // A reject has flag byte 0x70 (docs/WIRE.md §8.2).
     let rej = handshake::reject(&request_8_1(), b"no");
     assert_eq!(rej[16], 0x70);
     assert_eq!(rej[20..24], [0, 0, 0, 0]);

@@ -1,5 +1,5 @@
 //! Connection management: every outcome of Connect, Accept, Reject and their cancellation
-//! (nd-reference.md §2.10, §2.11, R-CANCEL-1, D8, D9, D13, D25).
+//! (docs/ND-RULES.md §2.10, §2.11, R-CANCEL-1, D8, D9, D13, D25).
 
 use std::net::SocketAddr;
 

@@ -1,5 +1,5 @@
 //! Receivers without a Receive, and shared receive queues under load (R-QP-7,
-//! `nd-reference.md` §2.4 CreateQueuePairWithSrq, §2.6).
+//! `docs/ND-RULES.md` §2.4 CreateQueuePairWithSrq, §2.6).
 //!
 //! * `rnr-timeout`, `rnr-timeout-srq`: a Send that finds no Receive (on the queue pair, or
 //!   in its empty SRQ) is held while the receiver's bound runs, then fails `ND_IO_TIMEOUT` at

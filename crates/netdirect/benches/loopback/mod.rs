@@ -4,7 +4,7 @@
 //! Shared by `crates/netdirect/benches/post_poll.rs` and `crates/shm/benches/ring.rs`
 //! (included there with `#[path]`), and so by `bench/callgrind`.
 //!
-//! The connection is set up as in the ND connection flow (nd-reference: IND2Listener
+//! The connection is set up as in the ND connection flow (docs/ND-RULES.md §2.10: IND2Listener
 //! GetConnectionRequest, IND2Connector Connect/Accept/CompleteConnect), with every overlapped
 //! operation started before the one it depends on is waited for, so one thread can drive both
 //! ends.

@@ -397,7 +397,7 @@ impl fmt::Debug for ShmQp {
     }
 }
 
-/// Segment capacity per request: at least 4 even when fewer were asked for (`nd-reference.md`
+/// Segment capacity per request: at least 4 even when fewer were asked for (`docs/ND-RULES.md`
 /// D12), as in `tcp`.
 fn seg_capacity(requested: u32) -> usize {
     requested.max(4) as usize
@@ -419,7 +419,7 @@ impl ShmQp {
             ShmCq::downcast_on(&cfg.receive_cq, &shared).ok_or(Error::invalid_parameter(2))?;
         let icq =
             ShmCq::downcast_on(&cfg.initiator_cq, &shared).ok_or(Error::invalid_parameter(3))?;
-        // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
+        // CreateQueuePairWithSrq: the SRQ is parameter 4 (docs/ND-RULES.md §2.4).
         let srq = match &cfg.srq {
             Some(s) => Some(ShmSrq::downcast_on(s, &shared).ok_or(Error::invalid_parameter(4))?),
             None => None,

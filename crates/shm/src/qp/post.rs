@@ -427,7 +427,7 @@ impl ShmQp {
 
     /// `Invalidate`: the window stops working when this returns; the completion follows in
     /// order (`ND_INVALID_DEVICE_REQUEST`, ending the connection, for a window not bound
-    /// through this queue pair, nd-reference.md §2.9).
+    /// through this queue pair, docs/ND-RULES.md §2.9).
     pub(super) fn post_invalidate(
         &self,
         context: u64,

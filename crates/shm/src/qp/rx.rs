@@ -170,7 +170,7 @@ impl ShmQp {
                     return;
                 }
                 kind::TERM => {
-                    // The peer refused our oldest one-sided request (nd-reference.md D6): it
+                    // The peer refused our oldest one-sided request (docs/ND-RULES.md D6): it
                     // completes ND_ACCESS_VIOLATION, everything else is flushed.
                     g.cons.advance();
                     g.cons.release(&rx);
@@ -268,7 +268,7 @@ impl ShmQp {
                 }
                 if g.rq.front().is_none() && !self.take_from_srq(g) {
                     // No Receive posted (here or in the SRQ): leave the record in the ring
-                    // until one is; the connection survives (nd-reference.md §2.4) unless
+                    // until one is; the connection survives (docs/ND-RULES.md §2.4) unless
                     // the wait exceeds the bound (R-QP-7).
                     if self.stall(link) {
                         return self.give_up(g, link);
@@ -288,7 +288,7 @@ impl ShmQp {
                 };
                 if total > wr.total {
                     // The message does not fit the Receive: ND_DATA_OVERRUN, and the
-                    // connection terminates (nd-reference.md D5, as tcp).
+                    // connection terminates (docs/ND-RULES.md D5, as tcp).
                     g.cons.advance();
                     g.cons.release(&rx);
                     return self.overrun(g, link);
@@ -550,7 +550,7 @@ impl ShmQp {
     }
 
     /// The sender's next message is longer than the front Receive: that Receive completes
-    /// `ND_DATA_OVERRUN` (nd-reference.md D5), the sender is told which message failed (its
+    /// `ND_DATA_OVERRUN` (docs/ND-RULES.md D5), the sender is told which message failed (its
     /// Send, if still in progress, fails `STATUS_DATA_ERROR`), and the connection ends. The
     /// message's record is already consumed.
     fn overrun(&self, g: &mut Inner, link: &Link) {

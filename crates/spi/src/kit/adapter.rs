@@ -91,7 +91,7 @@ impl<E: Driver + 'static, C: Send + Sync + 'static> AdapterState for Shared<E, C
 /// that depend on its transport, and its engine's descriptor and progress. Regions, windows and
 /// shared receive queues are the kit's own, over the provider's [`SrqProvider::Adapter`] state.
 pub trait AdapterProvider: SrqProvider {
-    /// The adapter's limits (`IND2Adapter::Query`, `nd-reference.md` §2.1).
+    /// The adapter's limits (`IND2Adapter::Query`, `docs/ND-RULES.md` §2.1).
     fn info(state: &Self::Adapter) -> AdapterInfo;
     /// The descriptor that becomes readable when the adapter has work (`IND2Adapter` fd model).
     fn fd(state: &Self::Adapter) -> BorrowedFd<'_>;

@@ -4,7 +4,7 @@
 /// provider has no interrupts: notifications are delivered on whichever CPU drives the I/O,
 /// which may be any CPU the calling thread may run on, so this reports that set
 /// (`sched_getaffinity`; a restriction by `taskset` or a cpuset shows), the actual affinity,
-/// which the SPI prefers to `ND_NOT_SUPPORTED` (nd-reference.md §2.5). Linux has no processor
+/// which the SPI prefers to `ND_NOT_SUPPORTED` (docs/ND-RULES.md §2.5). Linux has no processor
 /// groups: the group is 0, and the mask holds the CPUs numbered below `usize::BITS`.
 pub fn notify_affinity() -> (u16, usize) {
     let mask = match rustix::thread::sched_getaffinity(None) {

@@ -1,5 +1,5 @@
-//! The state of a software provider's `IND2Connector` (`nd2/IND2Connector.md`,
-//! `nd-reference.md` §2.10) and the rules that do not depend on the transport: which calls
+//! The state of a software provider's `IND2Connector` (IND2Connector in Microsoft's NetworkDirect SPI reference,
+//! `docs/ND-RULES.md` §2.10) and the rules that do not depend on the transport: which calls
 //! are valid in which state, and what the accessors report.
 //!
 //! A provider keeps a [`ConnectorState`] under its connector's lock and plugs in, through
@@ -38,7 +38,7 @@ pub trait Transport: 'static {
     /// (IND2Connector::Reject: "the connecting peer abandoned the connection establishment").
     fn reject_incoming(incoming: Self::Incoming, private_data: &[u8]) -> Result<()>;
     /// `Reject` on the active side after the peer accepted: close, so that the passive
-    /// Accept completes with `ND_CONNECTION_REFUSED` (`nd-reference.md` D9).
+    /// Accept completes with `ND_CONNECTION_REFUSED` (`docs/ND-RULES.md` D9).
     fn decline(connected: Self::Connected);
     /// Bind `addr` again for a connector whose Connect failed (its attempt's socket is closed
     /// by now), so that a retried Connect goes out from the address the application bound
@@ -117,7 +117,7 @@ pub enum State<T: Transport> {
     /// Fresh (or bound with `Bind`): may Connect, or receive a request from a listener.
     Idle,
     /// The peer refused our Connect (its Reject, or a full backlog): idle again, as
-    /// `ND_CONNECTION_REFUSED` "may be retried" (`nd-reference.md` §2.10 Connect), with the
+    /// `ND_CONNECTION_REFUSED` "may be retried" (`docs/ND-RULES.md` §2.10 Connect), with the
     /// Reject's private data for `GetPrivateData` until the next Connect.
     Refused,
     /// Connect in progress.
@@ -403,7 +403,7 @@ impl<T: Transport> ConnectorState<T> {
         Ok(())
     }
 
-    /// `GetReadLimits` (`nd-reference.md` §2.10): valid from the request's arrival (passive)
+    /// `GetReadLimits` (`docs/ND-RULES.md` §2.10): valid from the request's arrival (passive)
     /// or the peer's Accept (active) on; `ND_CONNECTION_INVALID` otherwise.
     pub fn read_limits(&self) -> Result<ReadLimits> {
         match self.state {

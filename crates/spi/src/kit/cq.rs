@@ -1,4 +1,4 @@
-//! A completion queue that software providers share (`IND2CompletionQueue`, `nd-reference.md` §2.5).
+//! A completion queue that software providers share (`IND2CompletionQueue`, `docs/ND-RULES.md` §2.5).
 //!
 //! [`CqCore`] holds the completions, the notification state and the queue pairs that complete
 //! into it. `get_results` drives those queue pairs' I/O itself when the queue is empty, so a
@@ -204,7 +204,7 @@ impl CqCore {
         self.trigger(&mut i, kind.solicited, error);
     }
 
-    /// Fire or remember a notification for a new entry (`nd-reference.md` §2.5 "Notify rules").
+    /// Fire or remember a notification for a new entry (`docs/ND-RULES.md` §2.5 "Notify rules").
     fn trigger(&self, i: &mut Inner, solicited: bool, error: bool) {
         let armed = i.armed();
         let fires = match armed {
@@ -241,7 +241,7 @@ impl CqCore {
     /// so a caller that polls makes progress itself — except once per arming: the first call
     /// that finds the queue empty after a Notify(ANY) was armed (while it is still pending)
     /// reports nothing without driving. That call is the re-poll a blocking application makes
-    /// between arming and sleeping (the race-free order, nd-reference §2.5 "Race rule"), and
+    /// between arming and sleeping (the race-free order, docs/ND-RULES.md §2.5 "Race rule"), and
     /// whatever wait follows makes the progress the drive would have made: a
     /// `Driver::wait_for` drives before it sleeps or sleeps on every descriptor the drive
     /// would read, `GetOverlappedResult(false)` and a polled future drive, and an event loop
@@ -388,7 +388,7 @@ impl CqCore {
     /// 2 ns each on this VM's EPYC, even uncontended) for the benefit of a lock-free empty check. A provider whose poll drives its
     /// I/O checks this before and after the drive and calls [`CqCore::get_results`] only
     /// when it is not zero; a racing push it misses is found by the next poll, as with a
-    /// lock (`GetResults` reports what was queued when it looked, nd-reference §2.5).
+    /// lock (`GetResults` reports what was queued when it looked, docs/ND-RULES.md §2.5).
     pub fn queued_hint(&self) -> usize {
         self.queued.load(Ordering::Acquire)
     }

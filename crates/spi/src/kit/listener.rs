@@ -1,5 +1,5 @@
-//! The state of a software provider's `IND2Listener` (`nd2/IND2Listener.md`,
-//! `nd-reference.md` §2.11) and the rules that do not depend on the transport: Bind and Listen
+//! The state of a software provider's `IND2Listener` (IND2Listener in Microsoft's NetworkDirect SPI reference,
+//! `docs/ND-RULES.md` §2.11) and the rules that do not depend on the transport: Bind and Listen
 //! validity, the ND backlog, and the pairing of arrived connection requests with
 //! `GetConnectionRequest` calls.
 //!

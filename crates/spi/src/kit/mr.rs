@@ -1,5 +1,5 @@
 //! Memory registrations and the token checks every access goes through
-//! (`IND2MemoryRegion`, `IND2MemoryWindow`; RFC 5040 §8.1.1, iwarp-wire.md §5.5).
+//! (`IND2MemoryRegion`, `IND2MemoryWindow`; RFC 5040 §8.1.1, docs/WIRE.md §5.5).
 //!
 //! A token is an iWARP STag: a 24-bit index in the upper bits and an 8-bit key in the low byte.
 //! Both come from the kernel's CSPRNG, so a peer cannot guess a live token. Every lookup
@@ -826,7 +826,7 @@ impl RegionSlot {
     }
 
     /// `Register`: record `len` bytes at `buffer` in `table` under a fresh token. Checks, in
-    /// the order ND applications rely on (`nd-reference.md` D7): null → `ND_INVALID_PARAMETER`,
+    /// the order ND applications rely on (`docs/ND-RULES.md` D7): null → `ND_INVALID_PARAMETER`,
     /// zero length → `ND_INVALID_BUFFER_SIZE`, more than `max_len` → `ND_INVALID_PARAMETER`,
     /// a range that wraps → `ND_ACCESS_VIOLATION`; unknown flags → `ND_INVALID_PARAMETER`;
     /// a slot already registered → `ND_INVALID_DEVICE_STATE` (one buffer per region object).

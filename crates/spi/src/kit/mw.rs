@@ -1,6 +1,6 @@
-//! Memory windows of a software provider (`nd2/IND2MemoryWindow.md`) and the rules of
+//! Memory windows of a software provider (IND2MemoryWindow in Microsoft's NetworkDirect SPI reference) and the rules of
 //! `IND2QueuePair::Bind` and `Invalidate` that do not depend on the transport
-//! (`nd2/IND2QueuePair.md`, `nd-reference.md` R-MW-1, §2.9, D11).
+//! (IND2QueuePair in Microsoft's NetworkDirect SPI reference, `docs/ND-RULES.md` R-MW-1, §2.9, D11).
 //!
 //! A provider's `bind` runs, in this order (the statuses applications see depend on it):
 //! 1. [`bind_objects`]: flags, then region, then window (`ND_INVALID_PARAMETER` naming the
@@ -239,7 +239,7 @@ impl<A: AdapterState> Window<A> {
 
     /// Step 3 of a queue pair's `invalidate`, under its lock: unbind the window if it is bound
     /// through `qp_id` (and forget it in the queue pair's `windows`); otherwise the status the
-    /// request completes with, `ND_INVALID_DEVICE_REQUEST` (`nd-reference.md` §2.9).
+    /// request completes with, `ND_INVALID_DEVICE_REQUEST` (`docs/ND-RULES.md` §2.9).
     pub fn invalidate_through(&self, qp_id: u64, windows: &mut BoundWindows) -> Option<Status> {
         match self.unbind_from(qp_id) {
             Some(r) => {
@@ -253,7 +253,7 @@ impl<A: AdapterState> Window<A> {
     /// `Invalidate` through queue pair `qp_id`: when the window is bound through it, unbind it
     /// (it stops working when this returns) and give back its registration, for the queue pair
     /// to forget. `None` for a window not bound, or bound through another queue pair: the
-    /// request then completes with `ND_INVALID_DEVICE_REQUEST` (`nd-reference.md` §2.9).
+    /// request then completes with `ND_INVALID_DEVICE_REQUEST` (`docs/ND-RULES.md` §2.9).
     pub fn unbind_from(&self, qp_id: u64) -> Option<Arc<Registration>> {
         let cur = self.lock();
         let r = Self::bound(&cur).filter(|r| r.bound_qp.load(Ordering::Acquire) == qp_id)?;
@@ -262,7 +262,7 @@ impl<A: AdapterState> Window<A> {
     }
 }
 
-/// Releasing a bound window unbinds it (`nd-reference.md` G10: applications release objects in
+/// Releasing a bound window unbinds it (`docs/ND-RULES.md` G10: applications release objects in
 /// any order, windows while still bound): its token stops working for the peer at once, and
 /// its region may be deregistered again. Without this the binding would outlive the object
 /// until the connection ended.

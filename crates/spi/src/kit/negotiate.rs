@@ -1,5 +1,5 @@
 //! The connection-time rules of `IND2Connector` that do not depend on the transport
-//! (`nd-reference.md` §2.10, "Read-limit negotiation" and "Private-data limits"), in one place
+//! (`docs/ND-RULES.md` §2.10, "Read-limit negotiation" and "Private-data limits"), in one place
 //! for every provider.
 
 use crate::{fail, AdapterInfo, ReadLimits, Result, Status};
@@ -35,7 +35,7 @@ pub fn passive_view(info: &AdapterInfo, peer: ReadLimits) -> ReadLimits {
 
 /// The active side's `GetReadLimits` once the peer accepted with `peer` (its IRD as `inbound`,
 /// its ORD as `outbound`): seen from here, inbound is the peer's ORD and outbound its IRD
-/// (D25), each never beyond what our Connect `offered` (nd-reference.md §2.10: "each already
+/// (D25), each never beyond what our Connect `offered` (docs/ND-RULES.md §2.10: "each already
 /// clamped by both ends' hardware"): an acceptor cannot widen how many Reads it may have
 /// outstanding against us, and what it grants beyond our ORD we could not use.
 pub fn active_view(offered: ReadLimits, peer: ReadLimits) -> ReadLimits {

@@ -1,4 +1,4 @@
-//! The overlapped-request model (`IND2Overlapped`, `nd-reference.md` §2.3, §6.4, §6.5) in Rust form.
+//! The overlapped-request model (`IND2Overlapped`, `docs/ND-RULES.md` §2.3, §6.4, §6.5) in Rust form.
 //!
 //! Every asynchronous ND method returns an [`Overlapped`]: a handle to one request that the caller
 //! can poll ([`Overlapped::get_overlapped_result`] with `wait = false` gives `ND_PENDING`), block on
@@ -477,7 +477,7 @@ impl fmt::Debug for OvRecycler {
 }
 
 /// The pending overlapped requests of one object, in issue order, so that
-/// `CancelOverlappedRequests` completes them FIFO (`nd-reference.md` R-CANCEL-1).
+/// `CancelOverlappedRequests` completes them FIFO (`docs/ND-RULES.md` R-CANCEL-1).
 #[derive(Debug, Default)]
 pub struct PendingRequests<K> {
     list: Vec<(K, OvCompleter)>,

@@ -1,5 +1,5 @@
 //! A shared receive queue for software providers (`IND2SharedReceiveQueue`,
-//! `nd-reference.md` §2.6).
+//! `docs/ND-RULES.md` §2.6).
 //!
 //! Receives are posted here instead of on a queue pair; a queue pair created with the SRQ
 //! takes the oldest one when a Send arrives. Storage is preallocated at creation (and on

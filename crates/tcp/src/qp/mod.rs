@@ -262,7 +262,7 @@ pub(crate) struct Inner {
     /// (module `rx`: deferred responses).
     pub(crate) lazy: bool,
     /// The request a received Terminate (or a bad Read Response) names, and its status; the
-    /// others are flushed `ND_CANCELED` (iwarp-wire.md §4.4, attribution).
+    /// others are flushed `ND_CANCELED` (docs/WIRE.md §4.4, attribution).
     pub(crate) failed: Option<(u64, Status)>,
     /// Windows bound through this queue pair (unbound when the connection ends).
     /// Windows bound through this queue pair.
@@ -340,7 +340,7 @@ impl fmt::Debug for TcpQp {
 }
 
 /// Segment capacity per request: at least 4 even when fewer were asked for, because ND
-/// applications post 2 SGEs on queue pairs created with 1 (`nd-reference.md` D12) and the SPI
+/// applications post 2 SGEs on queue pairs created with 1 (`docs/ND-RULES.md` D12) and the SPI
 /// lets providers allocate more than requested.
 fn seg_capacity(requested: u32) -> usize {
     requested.max(4) as usize
@@ -369,7 +369,7 @@ impl TcpQp {
             TcpCq::downcast_on(&cfg.receive_cq, &shared).ok_or(Error::invalid_parameter(2))?;
         let icq =
             TcpCq::downcast_on(&cfg.initiator_cq, &shared).ok_or(Error::invalid_parameter(3))?;
-        // CreateQueuePairWithSrq: the SRQ is parameter 4 (nd-reference.md §2.4).
+        // CreateQueuePairWithSrq: the SRQ is parameter 4 (docs/ND-RULES.md §2.4).
         let srq = match &cfg.srq {
             Some(s) => Some(TcpSrq::downcast_on(s, &shared).ok_or(Error::invalid_parameter(4))?),
             None => None,
@@ -593,7 +593,7 @@ impl TcpQp {
             // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
             // a peer with IRD 0): the Read can never be issued. Not a status Read returns
             // (IND2QueuePair::Read): it completes ND_INVALID_DEVICE_REQUEST in its turn, a
-            // malformed request (nd-reference.md §2.5, the ND2_RESULT status table).
+            // malformed request (docs/ND-RULES.md §2.5, the ND2_RESULT status table).
             wr.error = Some(Status::INVALID_DEVICE_REQUEST);
             g.sq.push_bare(wr);
             self.encode_pending(&mut g);
@@ -734,7 +734,7 @@ impl TcpQp {
                 break;
             }
             // ND_OP_FLAG_READ_FENCE: every earlier Read completes before this one starts
-            // (RFC 5040 §5.5 rule 12, "fence"; a purely local rule, iwarp-wire.md §5.2).
+            // (RFC 5040 §5.5 rule 12, "fence"; a purely local rule, docs/WIRE.md §5.2).
             if wr.flags.contains(OpFlags::READ_FENCE) && wr.issued == 0 && rdma.app_reads > 0 {
                 break;
             }

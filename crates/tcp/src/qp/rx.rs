@@ -83,7 +83,7 @@ pub(crate) struct Rx {
     /// `recv` that returns 0 reveals it, so `drained` must not skip that read. With the socket
     /// in the edge-triggered epoll set, data and FIN arriving together raise one event; a
     /// skipped read would lose the EOF for good, and with it the flush of the Receives that
-    /// a peer's disconnect owes us (nd-reference.md R-QP-8, D4).
+    /// a peer's disconnect owes us (docs/ND-RULES.md R-QP-8, D4).
     hangup: bool,
     /// A Receive completed during the current progress pass.
     pub(crate) delivered: bool,
@@ -454,7 +454,7 @@ impl TcpQp {
         // The responder's first inbound FPDU is the RTR (or, without P2P, the first message).
         // A Terminate instead (an initiator that could not use our Reply, RFC 6581 §9.2)
         // never brought the connection up: the Accept completes ND_CONNECTION_REFUSED, as
-        // for an active side that tears down after our Accept (nd-reference.md D9).
+        // for an active side that tears down after our Accept (docs/ND-RULES.md D9).
         let terminated = matches!(h.ddp, DdpHeader::Untagged(u) if u.opcode == Opcode::Terminate);
         if g.conn == Conn::AwaitRtr && !terminated {
             self.rtr_received(g);
@@ -508,7 +508,7 @@ impl TcpQp {
         let end = u64::from(u.mo) + u64::from(h.payload_len);
         if end > wr.total {
             // RFC 5041 §7.2: DDP message too long for the available buffer. The Receive
-            // completes with ND_DATA_OVERRUN (nd-reference.md D5).
+            // completes with ND_DATA_OVERRUN (docs/ND-RULES.md D5).
             let ctx = wr.context;
             g.rq.pop();
             self.complete_recv(ctx, Status::DATA_OVERRUN, 0, false);
@@ -518,7 +518,7 @@ impl TcpQp {
         if u.mo == 0 && u.opcode.carries_invalidate_stag() {
             // Send with Invalidate (RFC 5040 §5.3, §6.3; Linux peers send it): only a window
             // bound through this queue pair may be invalidated remotely (RFC 5040 §8.1.1
-            // item 7); anything else is "STag cannot be invalidated" (iwarp-wire.md §5.5).
+            // item 7); anything else is "STag cannot be invalidated" (docs/WIRE.md §5.5).
             match self.shared.mrs.lookup(u.inval_stag) {
                 Some(r)
                     if r.kind == Kind::Window
@@ -578,7 +578,7 @@ impl TcpQp {
         // docs of `qp`, `Rdma::admits`).
         if !g.rdma.admits(rr.size) {
             // More Read Requests than our IRD: QN 1 has no buffer for it (RFC 5040 §5.4,
-            // RFC 5041 §7.2: 0x1/0x2/0x02; iwarp-wire.md §4.4).
+            // RFC 5041 §7.2: 0x1/0x2/0x02; docs/WIRE.md §4.4).
             self.terminate(g, h.terminate_for(TermError::DdpUntaggedNoBuffer));
             return Next::Stop;
         }
@@ -699,7 +699,7 @@ impl TcpQp {
     }
 
     /// A Terminate arrived: find the request it names, by the DDP header it carries (D bit):
-    /// STag/TO for a Write, QN 1 + MSN for a Read, QN 0 + MSN for a Send (iwarp-wire.md §4.4).
+    /// STag/TO for a Write, QN 1 + MSN for a Read, QN 0 + MSN for a Send (docs/WIRE.md §4.4).
     /// That request completes with `ND_ACCESS_VIOLATION` for a protection error (D6), else
     /// `ND_REMOTE_ERROR` (a Send: `STATUS_DATA_ERROR`, D5); the ones before it were processed
     /// by the target and complete as they are; the rest are flushed `ND_CANCELED`.
@@ -712,7 +712,7 @@ impl TcpQp {
     /// A Terminate that names no segment (LLP errors such as a CRC error, and the other
     /// errors RFC 5040 §4.8 Figure 10 sends without the DDP header) still reports an error
     /// the peer found in what we sent: the oldest request on the wire completes
-    /// `ND_REMOTE_ERROR` (iwarp-wire.md §4.4 proposes ND_REMOTE_ERROR for the requester of a
+    /// `ND_REMOTE_ERROR` (docs/WIRE.md §4.4 proposes ND_REMOTE_ERROR for the requester of a
     /// CRC mismatch), as the first outstanding work request fails on a verbs queue pair
     /// whose peer reported an error, and the rest are flushed. A peer that failed by itself
     /// (a local catastrophic error, its connection lost) names nothing of ours: everything is
@@ -803,7 +803,7 @@ enum Fit {
     Segment,
     /// That, and its length matches the Terminate's DDP Segment Length, read either way
     /// peers fill it: the whole ULPDU (RFC 5040 §4.8) or only the payload (siw,
-    /// iwarp-wire.md §4.2).
+    /// docs/WIRE.md §4.2).
     Exact,
 }
 

@@ -94,7 +94,7 @@ pub enum Event<'a> {
 /// |---|---|---|
 /// | CRC mismatch (RFC 5044 §4.4, §8; siw) | [`TermError::LlpCrcError`] 0x2/0x0/0x02 | no |
 /// | `ULPDU_Length` < 14, or shorter than the DDP header its T bit announces | [`TermError::DdpUntaggedMessageTooLong`] 0x1/0x2/0x05 | no (not received) |
-/// | DV ≠ 1 (RFC 5041 §7.2) | [`TermError::DdpTaggedInvalidVersion`] 0x1/0x1/0x04 or [`TermError::DdpUntaggedInvalidVersion`] 0x1/0x2/0x06 | no (iwarp-wire.md §4.4) |
+/// | DV ≠ 1 (RFC 5041 §7.2) | [`TermError::DdpTaggedInvalidVersion`] 0x1/0x1/0x04 or [`TermError::DdpUntaggedInvalidVersion`] 0x1/0x2/0x06 | no (docs/WIRE.md §4.4) |
 /// | RV ≠ 1 (RFC 5040 §4.8) | [`TermError::RdmapInvalidVersion`] 0x0/0x2/0x05 | no |
 /// | opcode not 0..=7, or T bit wrong for the opcode (RFC 5040 §4.8) | [`TermError::RdmapUnexpectedOpcode`] 0x0/0x2/0x06 | yes |
 /// | untagged QN not the opcode's queue (Send 0, Read Request 1, Terminate 2) (RFC 5041 §7.2) | [`TermError::DdpUntaggedInvalidQn`] 0x1/0x2/0x01 | yes |
@@ -194,7 +194,7 @@ impl Deframer {
     /// side set C); when false the CRC field is skipped unchecked.
     /// `max_ulpdu`: the largest `ULPDU_Length` accepted, clamped to
     /// 128..=65535 (use 65535 to accept what siw sends on loopback,
-    /// iwarp-wire.md §2.6).
+    /// docs/WIRE.md §2.6).
     #[must_use]
     pub fn new(crc_on: bool, max_ulpdu: usize) -> Self {
         Self {
@@ -405,7 +405,7 @@ impl Deframer {
         }
         let (ctrl, rdmap_ctrl) = (h[2], h[3]);
         // RFC 5041 §4.1, §7.2: DDP version; no DDP header in the Terminate
-        // (iwarp-wire.md §4.4).
+        // (docs/WIRE.md §4.4).
         if ctrl & DV_MASK != DDP_VERSION {
             return Err(self.err_without_header(if ctrl & TAG_BIT != 0 {
                 TermError::DdpTaggedInvalidVersion

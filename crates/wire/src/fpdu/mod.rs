@@ -4,7 +4,7 @@
 //! * `PAD` is 0–3 zero bytes so the FPDU length is a multiple of 4 (RFC 5044 §4.1).
 //! * `CRC` is the CRC-32C over length, ULPDU and pad, sent **little-endian**;
 //!   the field is present even when CRCs are not negotiated (then it is 0 on
-//!   send and ignored on receive) (RFC 5044 §4.4; iwarp-wire.md §2.7).
+//!   send and ignored on receive) (RFC 5044 §4.4; docs/WIRE.md §2.7).
 //!
 //! Markers (RFC 5044 §4.3) are never negotiated by this crate and not supported.
 //!

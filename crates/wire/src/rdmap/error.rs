@@ -2,7 +2,7 @@
 //!
 //! Sources: RDMAP layer RFC 5040 §4.8 Figure 9 and RFC 6580 §3.1; DDP layer
 //! RFC 5041 §7.2 and RFC 6580 §3.2; LLP (MPA) layer RFC 5044 §8, RFC 6580
-//! §3.3 and RFC 6581 §8. Tables reproduced in iwarp-wire.md §2.10, §3.7, §4.3.
+//! §3.3 and RFC 6581 §8. Tables reproduced in docs/WIRE.md §2.10, §3.7, §4.3.
 
 /// Terminate Layer value of the RDMAP layer (RFC 5040 §4.8).
 pub const LAYER_RDMAP: u8 = 0x0;

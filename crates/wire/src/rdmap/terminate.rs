@@ -28,7 +28,7 @@ const FLAG_R: u32 = 1 << 13;
 /// RFC 5040 §4.8 puts Layer in the top nibble and M/D/R at bits 15..13 (big-endian). Linux
 /// siw declares the word as C bitfields in little-endian order, so on x86 it sends Layer and
 /// EType swapped within the first byte and M/D/R in the *low* bits of the third byte (0.1.2),
-/// which the RFC reserves (iwarp-wire.md §6.2). A word with reserved bits set where siw puts
+/// which the RFC reserves (docs/WIRE.md §6.2). A word with reserved bits set where siw puts
 /// its flags, and no other flag or reserved bit, is read siw's way; a peer that follows the
 /// RFC keeps reserved bits 0 and is never read so. (A siw Terminate without any flag cannot
 /// be told from an RFC one, and is read as the RFC says.)
@@ -110,7 +110,7 @@ impl TermDdpHeader {
     }
 
     /// Decodes the header, e.g. to attribute a received Terminate to a work
-    /// request by QN/MSN or STag/TO (iwarp-wire.md §4.4).
+    /// request by QN/MSN or STag/TO (docs/WIRE.md §4.4).
     ///
     /// # Errors
     ///
@@ -137,7 +137,7 @@ pub struct Terminate {
     /// DDP Segment Length of the offending segment (M bit). When only D is
     /// set, the field is still sent (as 0) but is not valid, so it parses as
     /// `None`. siw puts the segment's *payload* length here: treat it as
-    /// diagnostic only (iwarp-wire.md §4.2).
+    /// diagnostic only (docs/WIRE.md §4.2).
     pub ddp_seg_len: Option<u16>,
     /// Terminated DDP Header (D bit).
     pub ddp_header: Option<TermDdpHeader>,
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn control_word_matches_spec_example() {
-        // iwarp-wire.md §8.5: 0x1/0x2/0x02, M=1, D=1 -> 0x1202c000.
+        // docs/WIRE.md §8.5: 0x1/0x2/0x02, M=1, D=1 -> 0x1202c000.
         let ddp = [0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0];
         let t = Terminate {
             error: TermError::DdpUntaggedNoBuffer,

@@ -1,4 +1,4 @@
-//! A software provider's `IND2Connector` object (`nd2/IND2Connector.md`, `nd-reference.md`
+//! A software provider's `IND2Connector` object (IND2Connector in Microsoft's NetworkDirect SPI reference, `docs/ND-RULES.md`
 //! §2.10): the [`ConnectorState`] under its lock, with every call that needs only the state.
 //! The provider plugs in, through [`ConnectorProvider`], the four calls that speak its
 //! transport: Bind, Connect, CompleteConnect and Accept.
@@ -196,7 +196,7 @@ where
     }
 
     fn reject(&self, private_data: &[u8]) -> Result<()> {
-        // Too much private data is refused before any state changes (nd-reference.md D8).
+        // Too much private data is refused before any state changes (docs/ND-RULES.md D8).
         negotiate::check_private_data(private_data.len(), P::info(&self.adapter).max_callee_data)?;
         self.lock().reject(private_data)
     }

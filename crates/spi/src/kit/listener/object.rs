@@ -1,4 +1,4 @@
-//! A software provider's `IND2Listener` object (`nd2/IND2Listener.md`, `nd-reference.md`
+//! A software provider's `IND2Listener` object (IND2Listener in Microsoft's NetworkDirect SPI reference, `docs/ND-RULES.md`
 //! §2.11): the [`ListenerState`] under its lock, with the calls that need only the state. The
 //! provider plugs in, through [`ListenerProvider`], what speaks its transport: Bind, Listen,
 //! GetLocalAddress, accepting connections and refusing a request.

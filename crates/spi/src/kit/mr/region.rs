@@ -1,4 +1,4 @@
-//! The `IND2MemoryRegion` object of a software provider (`nd2/IND2MemoryRegion.md`): a
+//! The `IND2MemoryRegion` object of a software provider (IND2MemoryRegion in Microsoft's NetworkDirect SPI reference): a
 //! [`RegionSlot`] bound to its adapter.
 
 use std::any::Any;

@@ -1,5 +1,5 @@
-//! The `IND2SharedReceiveQueue` object of a software provider (`nd2/IND2SharedReceiveQueue.md`,
-//! `nd-reference.md` §2.6), generic over the few things that depend on the transport.
+//! The `IND2SharedReceiveQueue` object of a software provider (IND2SharedReceiveQueue in Microsoft's NetworkDirect SPI reference,
+//! `docs/ND-RULES.md` §2.6), generic over the few things that depend on the transport.
 //!
 //! The Receives live in a [`SrqCore`] (preallocated, FIFO, threshold Notify). A queue pair
 //! created with the queue (`CreateQueuePairWithSrq`) takes the oldest Receive when the first
@@ -8,7 +8,7 @@
 //!
 //! # A message that finds the queue empty
 //!
-//! It must not break the connection (`nd-reference.md` §2.4, CreateQueuePairWithSrq): the
+//! It must not break the connection (`docs/ND-RULES.md` §2.4, CreateQueuePairWithSrq): the
 //! queue pair holds the message (each provider says how its transport pushes back on the
 //! sender) and joins this queue's list of stalled queue pairs. The next `Receive` posted here
 //! takes the oldest stalled queue pair off the list and drives it on the poster's thread
