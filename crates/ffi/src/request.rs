@@ -138,15 +138,10 @@ impl Requests {
         }
     }
 
-    /// The adapter of this object's overlapped file, if any.
-    pub fn adapter(&self) -> Option<&Arc<dyn nd::spi::Adapter>> {
-        self.file.as_ref().map(|f| &f.adapter)
-    }
-
     /// Turn the result of a Rust call into the C return: `Err` → its status, synchronously,
     /// with nothing written; `Ok(request)` → `ND_PENDING`, and the completion delivered as
-    /// the module documentation says. `adapter` is the object's adapter, which the event's
-    /// waiters drive.
+    /// the module documentation says. The request's driver is linked to its event and to the
+    /// file's port, whose waiters then drive it.
     ///
     /// # Safety
     /// `ov` is null (refused: `ND_INVALID_PARAMETER_{ov_param}`, and the request, if it was
@@ -155,7 +150,6 @@ impl Requests {
         &self,
         ov: *mut OVERLAPPED,
         ov_param: u32,
-        adapter: &Arc<dyn nd::spi::Adapter>,
         made: nd::Result<Overlapped>,
     ) -> Status {
         let rust = match made {
@@ -175,7 +169,10 @@ impl Requests {
         }
         if let Some(e) = &event {
             e.reset();
-            e.drivers.link(adapter);
+            e.waitable.drivers.link(rust.driver());
+        }
+        if let Some(f) = &self.file {
+            f.note_driver(rust.driver());
         }
         let req = Arc::new(Request {
             ov: ov as usize,

@@ -11,7 +11,12 @@ const PROVIDERS: [&str; 2] = ["tcp", "shm"];
 /// tagged events, synchronous failures, FIFO cancellation, COM identity and counts.
 #[test]
 fn overlapped_requests_complete_as_on_windows() {
-    let exe = build("overlapped", Lang::Cxx, &["crates/ffi/tests/c/overlapped.cpp"], &[]);
+    let exe = build(
+        "overlapped",
+        Lang::Cxx,
+        &["crates/ffi/tests/c/overlapped.cpp"],
+        &[],
+    );
     for provider in PROVIDERS {
         for ip in loopbacks() {
             let out = start(&exe, &[ip], &[("ND_PROVIDER", provider)]).success();

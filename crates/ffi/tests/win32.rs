@@ -26,7 +26,11 @@ fn auto_reset_events_are_consumed_by_a_wait_and_manual_ones_are_not() {
     assert_eq!(ndw_WaitForSingleObject(auto, 0), WAIT_OBJECT_0);
     assert_eq!(ndw_WaitForSingleObject(auto, 0), WAIT_TIMEOUT, "consumed");
     assert_eq!(ndw_WaitForSingleObject(manual, 0), WAIT_OBJECT_0);
-    assert_eq!(ndw_WaitForSingleObject(manual, 0), WAIT_OBJECT_0, "stays set");
+    assert_eq!(
+        ndw_WaitForSingleObject(manual, 0),
+        WAIT_OBJECT_0,
+        "stays set"
+    );
     assert_eq!(ndw_ResetEvent(manual), TRUE);
     assert_eq!(ndw_WaitForSingleObject(manual, 0), WAIT_TIMEOUT);
     // The low two bits of a handle are ignored, as Windows does.
@@ -64,16 +68,28 @@ fn completion_ports_dequeue_fifo_and_report_timeouts_as_windows_does() {
     let (mut n, mut key, mut got) = (0u32, 0usize, null_mut::<OVERLAPPED>());
     // SAFETY: valid out-pointers.
     unsafe {
-        assert_eq!(ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 0), TRUE);
+        assert_eq!(
+            ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 0),
+            TRUE
+        );
         assert_eq!((n, key, got), (5, 7, &raw mut a));
-        assert_eq!(ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 0), TRUE);
+        assert_eq!(
+            ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 0),
+            TRUE
+        );
         assert_eq!((n, key, got), (6, 8, &raw mut b));
         // A posted packet may carry no OVERLAPPED (programs post one as an exit signal).
-        assert_eq!(ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 0), TRUE);
+        assert_eq!(
+            ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 0),
+            TRUE
+        );
         assert_eq!((key, got), (9, null_mut()));
         // Empty: FALSE, NULL, WAIT_TIMEOUT (how ndconn tells a timeout from an exit packet).
         got = &raw mut a;
-        assert_eq!(ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 10), 0);
+        assert_eq!(
+            ndw_GetQueuedCompletionStatus(port, &mut n, &mut key, &mut got, 10),
+            0
+        );
         assert!(got.is_null());
         assert_eq!(ndw_GetLastError(), WAIT_TIMEOUT);
     }
@@ -107,7 +123,9 @@ fn a_thread_is_waitable_and_reports_its_exit_code() {
 #[test]
 fn the_last_error_is_per_thread() {
     ndw_SetLastError(1234);
-    let other = std::thread::spawn(|| ndw_GetLastError()).join().expect("thread");
+    let other = std::thread::spawn(|| ndw_GetLastError())
+        .join()
+        .expect("thread");
     assert_eq!(other, 0);
     assert_eq!(ndw_GetLastError(), 1234);
 }

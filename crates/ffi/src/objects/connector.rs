@@ -19,7 +19,8 @@ use crate::sockaddr;
 pub struct ConnectorObj {
     /// The Rust connector.
     pub conn: nd::Connector,
-    adapter: nd::Adapter,
+    /// Keeps the adapter alive while the object lives, whatever the release order.
+    _adapter: nd::Adapter,
     requests: Requests,
 }
 
@@ -27,7 +28,7 @@ impl ConnectorObj {
     pub(crate) fn new(conn: nd::Connector, adapter: nd::Adapter, requests: Requests) -> Self {
         Self {
             conn,
-            adapter,
+            _adapter: adapter,
             requests,
         }
     }
@@ -161,7 +162,7 @@ unsafe extern "C" fn connect(
         }
         let made = o.conn.connect(&q.qp, dest, inbound, outbound, pd);
         // SAFETY: the caller's OVERLAPPED.
-        unsafe { o.requests.submit(ov, 8, o.adapter.as_spi(), made) }.0
+        unsafe { o.requests.submit(ov, 8, made) }.0
     })
 }
 
@@ -172,11 +173,7 @@ unsafe extern "C" fn complete_connect(this: This, ov: Ov) -> HRESULT {
             return Status::invalid_parameter(1).0;
         }
         // SAFETY: the caller's OVERLAPPED.
-        unsafe {
-            o.requests
-                .submit(ov, 1, o.adapter.as_spi(), o.conn.complete_connect())
-        }
-        .0
+        unsafe { o.requests.submit(ov, 1, o.conn.complete_connect()) }.0
     })
 }
 
@@ -206,7 +203,7 @@ unsafe extern "C" fn accept(
         }
         let made = o.conn.accept(&q.qp, inbound, outbound, pd);
         // SAFETY: the caller's OVERLAPPED.
-        unsafe { o.requests.submit(ov, 6, o.adapter.as_spi(), made) }.0
+        unsafe { o.requests.submit(ov, 6, made) }.0
     })
 }
 
@@ -281,11 +278,7 @@ unsafe extern "C" fn notify_disconnect(this: This, ov: Ov) -> HRESULT {
             return Status::invalid_parameter(1).0;
         }
         // SAFETY: the caller's OVERLAPPED.
-        unsafe {
-            o.requests
-                .submit(ov, 1, o.adapter.as_spi(), o.conn.notify_disconnect())
-        }
-        .0
+        unsafe { o.requests.submit(ov, 1, o.conn.notify_disconnect()) }.0
     })
 }
 
@@ -296,10 +289,6 @@ unsafe extern "C" fn disconnect(this: This, ov: Ov) -> HRESULT {
             return Status::invalid_parameter(1).0;
         }
         // SAFETY: the caller's OVERLAPPED.
-        unsafe {
-            o.requests
-                .submit(ov, 1, o.adapter.as_spi(), o.conn.disconnect())
-        }
-        .0
+        unsafe { o.requests.submit(ov, 1, o.conn.disconnect()) }.0
     })
 }

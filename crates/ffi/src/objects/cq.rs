@@ -16,7 +16,8 @@ use crate::request::Requests;
 pub struct CqObj {
     /// The Rust completion queue.
     pub cq: nd::CompletionQueue,
-    adapter: nd::Adapter,
+    /// Keeps the adapter alive while the object lives, whatever the release order.
+    _adapter: nd::Adapter,
     requests: Requests,
 }
 
@@ -24,7 +25,7 @@ impl CqObj {
     pub(crate) fn new(cq: nd::CompletionQueue, adapter: nd::Adapter, requests: Requests) -> Self {
         Self {
             cq,
-            adapter,
+            _adapter: adapter,
             requests,
         }
     }
@@ -121,11 +122,7 @@ unsafe extern "C" fn notify(this: This, ty: u32, ov: *mut OVERLAPPED) -> HRESULT
             return Status::invalid_parameter(1).0;
         };
         // SAFETY: the caller's OVERLAPPED (null is refused).
-        unsafe {
-            o.requests
-                .submit(ov, 2, o.adapter.as_spi(), o.cq.notify(ty))
-        }
-        .0
+        unsafe { o.requests.submit(ov, 2, o.cq.notify(ty)) }.0
     })
 }
 
@@ -153,7 +150,9 @@ unsafe extern "C" fn get_results(this: This, out: *mut NdResult, n: u32) -> u32 
             let slice = unsafe { &mut *(&raw mut buf[..want] as *mut [NdResult]) };
             let got = cq.get_results(slice);
             // SAFETY: the caller's array has `n` entries; `done + got <= n`.
-            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<NdResult>(), out.add(done), got) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<NdResult>(), out.add(done), got)
+            };
             done += got;
             if got < want {
                 break;

@@ -18,7 +18,8 @@ use crate::sockaddr;
 pub struct ListenerObj {
     /// The Rust listener.
     pub listener: nd::Listener,
-    adapter: nd::Adapter,
+    /// Keeps the adapter alive while the object lives, whatever the release order.
+    _adapter: nd::Adapter,
     requests: Requests,
 }
 
@@ -26,7 +27,7 @@ impl ListenerObj {
     pub(crate) fn new(listener: nd::Listener, adapter: nd::Adapter, requests: Requests) -> Self {
         Self {
             listener,
-            adapter,
+            _adapter: adapter,
             requests,
         }
     }
@@ -115,6 +116,6 @@ unsafe extern "C" fn get_connection_request(
         }
         let made = o.listener.get_connection_request(&c.obj.conn);
         // SAFETY: the caller's OVERLAPPED.
-        unsafe { o.requests.submit(ov, 2, o.adapter.as_spi(), made) }.0
+        unsafe { o.requests.submit(ov, 2, made) }.0
     })
 }

@@ -14,7 +14,8 @@ use crate::request::Requests;
 pub struct MrObj {
     /// The Rust region.
     pub mr: nd::MemoryRegion,
-    adapter: nd::Adapter,
+    /// Keeps the adapter alive while the object lives, whatever the release order.
+    _adapter: nd::Adapter,
     requests: Requests,
 }
 
@@ -22,7 +23,7 @@ impl MrObj {
     pub(crate) fn new(mr: nd::MemoryRegion, adapter: nd::Adapter, requests: Requests) -> Self {
         Self {
             mr,
-            adapter,
+            _adapter: adapter,
             requests,
         }
     }
@@ -94,7 +95,7 @@ unsafe extern "C" fn register(
             o.mr.register(buffer.cast_mut(), len, MrFlags::from_bits_retain(flags))
         };
         // SAFETY: the caller's OVERLAPPED.
-        unsafe { o.requests.submit(ov, 4, o.adapter.as_spi(), made) }.0
+        unsafe { o.requests.submit(ov, 4, made) }.0
     })
 }
 
@@ -105,11 +106,7 @@ unsafe extern "C" fn deregister(this: Mr, ov: *mut OVERLAPPED) -> HRESULT {
             return Status::invalid_parameter(1).0;
         }
         // SAFETY: the caller's OVERLAPPED.
-        unsafe {
-            o.requests
-                .submit(ov, 1, o.adapter.as_spi(), o.mr.deregister())
-        }
-        .0
+        unsafe { o.requests.submit(ov, 1, o.mr.deregister()) }.0
     })
 }
 

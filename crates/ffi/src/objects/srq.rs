@@ -15,7 +15,8 @@ use crate::request::Requests;
 pub struct SrqObj {
     /// The Rust shared receive queue.
     pub srq: nd::SharedReceiveQueue,
-    adapter: nd::Adapter,
+    /// Keeps the adapter alive while the object lives, whatever the release order.
+    _adapter: nd::Adapter,
     requests: Requests,
 }
 
@@ -27,7 +28,7 @@ impl SrqObj {
     ) -> Self {
         Self {
             srq,
-            adapter,
+            _adapter: adapter,
             requests,
         }
     }
@@ -96,7 +97,7 @@ unsafe extern "C" fn notify(this: This, ov: *mut OVERLAPPED) -> HRESULT {
     hresult(|| {
         let o = obj(this);
         // SAFETY: the caller's OVERLAPPED.
-        unsafe { o.requests.submit(ov, 1, o.adapter.as_spi(), o.srq.notify()) }.0
+        unsafe { o.requests.submit(ov, 1, o.srq.notify()) }.0
     })
 }
 

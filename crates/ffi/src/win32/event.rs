@@ -1,10 +1,10 @@
-//! Win32 events (`CreateEvent`, `SetEvent`, `ResetEvent`, waits), the way ND programs signal
-//! the completion of an overlapped request to a waiting thread.
+//! Win32 events (`CreateEvent`, `SetEvent`, `ResetEvent`, waits), the way ND programs learn
+//! that an overlapped request completed.
 
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::wait::{wait_until, Drivers, Wake};
+use super::wait::Waitable;
 
 /// An event object: manual-reset (stays signalled until reset) or auto-reset (a satisfied
 /// wait consumes the signal).
@@ -12,9 +12,8 @@ use super::wait::{wait_until, Drivers, Wake};
 pub struct Event {
     manual: bool,
     signaled: Mutex<bool>,
-    wake: Wake,
-    /// The adapters of requests that will signal this event: a waiter drives them.
-    pub(crate) drivers: Drivers,
+    /// Its waiters, and the drivers of the requests that will set it.
+    pub(crate) waitable: Waitable,
 }
 
 impl Event {
@@ -23,15 +22,14 @@ impl Event {
         Self {
             manual,
             signaled: Mutex::new(initial),
-            wake: Wake::new(),
-            drivers: Drivers::default(),
+            waitable: Waitable::default(),
         }
     }
 
     /// `SetEvent`.
     pub fn set(&self) {
         *self.signaled.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.wake.notify();
+        self.waitable.signal();
     }
 
     /// `ResetEvent`.
@@ -39,7 +37,11 @@ impl Event {
         *self.signaled.lock().unwrap_or_else(|e| e.into_inner()) = false;
     }
 
-    /// A wait's check: true if signalled, consuming the signal of an auto-reset event.
+    fn is_set(&self) -> bool {
+        *self.signaled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A satisfied wait: true if signalled, consuming the signal of an auto-reset event.
     fn take(&self) -> bool {
         let mut s = self.signaled.lock().unwrap_or_else(|e| e.into_inner());
         let was = *s;
@@ -51,6 +53,7 @@ impl Event {
 
     /// `WaitForSingleObject`: true when signalled, false at the deadline.
     pub fn wait(&self, deadline: Option<Instant>) -> bool {
-        wait_until(&self.drivers, &self.wake, &|| self.take(), deadline)
+        self.waitable
+            .wait(&|| self.is_set(), &mut || self.take(), deadline)
     }
 }

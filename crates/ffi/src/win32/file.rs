@@ -4,8 +4,9 @@
 //! file after creating objects.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
+use nd::spi::kit::overlapped::Driver;
 use nd::spi::Adapter;
 
 use super::port::{Packet, Port};
@@ -16,6 +17,9 @@ pub struct OvFile {
     /// The adapter (kept alive by the file, as an open file keeps its device).
     pub adapter: Arc<dyn Adapter>,
     port: Mutex<Option<(Arc<Port>, usize)>>,
+    /// The driver of the requests completing through this file (one per adapter), learned
+    /// from the first: a port's waiters drive it.
+    driver: Mutex<Option<Weak<dyn Driver>>>,
     closed: AtomicBool,
 }
 
@@ -25,14 +29,39 @@ impl OvFile {
         Self {
             adapter,
             port: Mutex::new(None),
+            driver: Mutex::new(None),
             closed: AtomicBool::new(false),
         }
     }
 
-    /// Associate with `port` under `key`; the port's waiters then drive this adapter.
+    /// Associate with `port` under `key`; the port's waiters then drive this file's requests.
     pub fn associate(&self, port: &Arc<Port>, key: usize) {
-        port.drivers.link(&self.adapter);
         *self.port.lock().unwrap_or_else(|e| e.into_inner()) = Some((port.clone(), key));
+        let known = self
+            .driver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(d) = known.and_then(|w| w.upgrade()) {
+            port.waitable.drivers.link(&d);
+        }
+    }
+
+    /// A request will complete through this file, driven by `driver`: link it to the port.
+    pub fn note_driver(&self, driver: &Arc<dyn Driver>) {
+        {
+            let mut d = self.driver.lock().unwrap_or_else(|e| e.into_inner());
+            if d.as_ref()
+                .is_some_and(|w| std::ptr::addr_eq(w.as_ptr(), Arc::as_ptr(driver)))
+            {
+                return;
+            }
+            *d = Some(Arc::downgrade(driver));
+        }
+        let port = self.port.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((port, _)) = port {
+            port.waitable.drivers.link(driver);
+        }
     }
 
     /// `CloseHandle`: requests still pending complete their `OVERLAPPED` and event, but queue

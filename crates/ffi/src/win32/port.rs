@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::wait::{wait_until, Drivers, Wake};
+use super::wait::Waitable;
 use crate::abi::OVERLAPPED;
 
 /// One completion packet.
@@ -32,9 +32,8 @@ unsafe impl Send for Packet {}
 #[derive(Debug, Default)]
 pub struct Port {
     queue: Mutex<VecDeque<Packet>>,
-    wake: Wake,
-    /// The adapters whose overlapped files are associated with the port: a waiter drives them.
-    pub(crate) drivers: Drivers,
+    /// Its waiters, and the drivers of the requests that complete to it.
+    pub(crate) waitable: Waitable,
 }
 
 impl Port {
@@ -44,7 +43,14 @@ impl Port {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push_back(p);
-        self.wake.notify();
+        self.waitable.signal();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
     }
 
     fn pop_into(&self, out: &mut Vec<Packet>, max: usize) -> bool {
@@ -61,13 +67,12 @@ impl Port {
     /// Take up to `max` packets, waiting (and driving the associated adapters) until at least
     /// one is there or `deadline` passes.
     pub fn dequeue(&self, max: usize, deadline: Option<Instant>) -> Vec<Packet> {
-        let out = std::cell::RefCell::new(Vec::new());
-        wait_until(
-            &self.drivers,
-            &self.wake,
-            &|| self.pop_into(&mut out.borrow_mut(), max),
+        let mut out = Vec::new();
+        self.waitable.wait(
+            &|| !self.is_empty(),
+            &mut || self.pop_into(&mut out, max),
             deadline,
         );
-        out.into_inner()
+        out
     }
 }

@@ -2,144 +2,115 @@
 //!
 //! netdirect advances I/O in the threads that wait (docs/ARCHITECTURE.md, "Who drives the
 //! I/O"), so a thread blocked in `WaitForSingleObject` on an event that pending requests will
-//! signal, or in `GetQueuedCompletionStatus` on a port that adapters' overlapped files are
-//! associated with, drives those adapters: it makes progress on each, then sleeps in `poll`
-//! on their descriptors and on the waited object's own wake-up descriptor, until what it waits
-//! for has happened or time runs out.
+//! signal, or in `GetQueuedCompletionStatus` on a port that requests complete to, waits in the
+//! provider's own [`Driver::wait_for`] (the driver of those requests): it makes progress and
+//! sleeps the way `Overlapped::wait` does, as the leader on the adapter's transport or as a
+//! follower, with no thread in between. Whoever changes what the wait watches (sets the event,
+//! queues a packet) then calls [`Driver::notify`] on the linked drivers, which wakes it.
+//!
+//! The adapter's descriptor is deliberately not polled here: exporting it to an outside
+//! event loop makes the provider keep every connection armed for that loop, which costs the
+//! `shm` provider a wake-up message per message.
 
-use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
 
-use nd::spi::Adapter;
-use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
+use nd::spi::kit::overlapped::Driver;
 
-/// The wake-up descriptor of an event or a port: written only while a thread sleeps on it,
-/// so signalling an object nobody waits for costs no system call.
-#[derive(Debug)]
-pub struct Wake {
-    fd: Option<OwnedFd>,
-    sleepers: AtomicU32,
-}
-
-impl Wake {
-    /// A new wake-up descriptor (`None` inside if the system is out of descriptors: waits then
-    /// poll in short slices instead).
-    pub fn new() -> Self {
-        Self {
-            fd: eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC).ok(),
-            sleepers: AtomicU32::new(0),
-        }
-    }
-
-    /// Wake the threads sleeping on this object. Called after the state they wait for changed.
-    pub fn notify(&self) {
-        // SeqCst pairs with the sleeper's count-then-recheck in `wait_until`: either it sees
-        // the new state, or this sees it counted.
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
-            if let Some(fd) = &self.fd {
-                let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
-            }
-        }
-    }
-
-    fn drain(&self) {
-        if let Some(fd) = &self.fd {
-            let mut b = [0u8; 8];
-            let _ = rustix::io::read(fd, &mut b);
-        }
-    }
-}
-
-impl Default for Wake {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// The adapters a waiter drives: held weakly, so a wait never keeps an adapter alive.
+/// The drivers whose requests signal an object: held weakly, so a wait never keeps an adapter
+/// alive.
 #[derive(Debug, Default)]
 pub struct Drivers {
-    list: std::sync::Mutex<Vec<Weak<dyn Adapter>>>,
+    list: Mutex<Vec<Weak<dyn Driver>>>,
 }
 
 impl Drivers {
-    /// Add `adapter` unless it is there already; forget adapters that are gone.
-    pub fn link(&self, adapter: &Arc<dyn Adapter>) {
+    /// Add `driver` unless it is there already; forget drivers that are gone.
+    pub fn link(&self, driver: &Arc<dyn Driver>) {
         let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
-        l.retain(|w| w.strong_count() > 0);
-        if !l
-            .iter()
-            .any(|w| std::ptr::addr_eq(w.as_ptr(), Arc::as_ptr(adapter)))
+        if l.iter()
+            .any(|w| std::ptr::addr_eq(w.as_ptr(), Arc::as_ptr(driver)))
         {
-            l.push(Arc::downgrade(adapter));
+            return;
         }
+        l.retain(|w| w.strong_count() > 0);
+        l.push(Arc::downgrade(driver));
     }
 
-    fn live(&self) -> Vec<Arc<dyn Adapter>> {
+    fn live(&self) -> Vec<Arc<dyn Driver>> {
         let l = self.list.lock().unwrap_or_else(|e| e.into_inner());
         l.iter().filter_map(Weak::upgrade).collect()
     }
 }
 
-/// Block until `ready()` holds (true) or `deadline` passes (false), driving `drivers` and
-/// sleeping on their descriptors and on `wake`.
-pub fn wait_until(
-    drivers: &Drivers,
-    wake: &Wake,
-    ready: &dyn Fn() -> bool,
-    deadline: Option<Instant>,
-) -> bool {
-    loop {
-        if ready() {
-            return true;
+/// What an event or a port waits with: its drivers, and a condition variable for a wait with
+/// no driver (nothing pending on it: only `SetEvent` or `PostQueuedCompletionStatus` can end
+/// it).
+#[derive(Debug, Default)]
+pub struct Waitable {
+    /// The drivers of the requests that signal this object.
+    pub drivers: Drivers,
+    generation: Mutex<u64>,
+    cond: Condvar,
+}
+
+/// With several drivers, each is waited on in turn for this long.
+const SLICE: Duration = Duration::from_millis(1);
+
+impl Waitable {
+    /// What the object's waiters watch has changed (call after changing it): wake them.
+    pub fn signal(&self) {
+        *self.generation.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.cond.notify_all();
+        for d in self.drivers.live() {
+            d.notify();
         }
-        let adapters = drivers.live();
-        for a in &adapters {
-            a.progress();
-        }
-        if ready() {
-            return true;
-        }
-        let left = match deadline {
-            None => None,
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return false,
-            },
-        };
-        wake.sleepers.fetch_add(1, Ordering::SeqCst);
-        if ready() {
-            wake.sleepers.fetch_sub(1, Ordering::SeqCst);
-            return true;
-        }
-        let mut fds: Vec<PollFd<'_>> = adapters
-            .iter()
-            .map(|a| PollFd::from_borrowed_fd(a.fd(), PollFlags::IN))
-            .collect();
-        // Without a wake-up descriptor, sleep in slices so a signal is seen within 10 ms.
-        let slice = match &wake.fd {
-            Some(fd) => {
-                fds.push(PollFd::new(fd, PollFlags::IN));
-                left
+    }
+
+    /// Block until `take()` succeeds (true) or `deadline` passes (false), driving the linked
+    /// drivers. `peek` says, without changing anything, whether `take` would succeed (a
+    /// driver may call it with its locks held).
+    pub fn wait(
+        &self,
+        peek: &dyn Fn() -> bool,
+        take: &mut dyn FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
+        loop {
+            if take() {
+                return true;
             }
-            None => Some(left.map_or(std::time::Duration::from_millis(10), |l| {
-                l.min(std::time::Duration::from_millis(10))
-            })),
-        };
-        let ts = slice.map(|d| {
-            Timespec::try_from(d).unwrap_or(Timespec {
-                tv_sec: i64::MAX,
-                tv_nsec: 0,
-            })
-        });
-        let _ = poll(&mut fds, ts.as_ref());
-        let woken = wake.fd.is_some() && fds.last().is_some_and(|f| !f.revents().is_empty());
-        drop(fds);
-        wake.sleepers.fetch_sub(1, Ordering::SeqCst);
-        if woken {
-            wake.drain();
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return false,
+                },
+            };
+            let drivers = self.drivers.live();
+            match drivers.as_slice() {
+                [] => {
+                    let g = self.generation.lock().unwrap_or_else(|e| e.into_inner());
+                    // Checked under the lock `signal` bumps the generation under: a change
+                    // made before the signal is seen here, or the signal wakes the wait.
+                    if !peek() {
+                        let long = Duration::from_secs(3600);
+                        let _ = self
+                            .cond
+                            .wait_timeout(g, left.unwrap_or(long))
+                            .unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+                [one] => one.wait_for(peek, left),
+                many => {
+                    for d in many {
+                        d.wait_for(peek, Some(left.map_or(SLICE, |l| l.min(SLICE))));
+                        if peek() {
+                            break;
+                        }
+                    }
+                }
+            }
         }
     }
 }

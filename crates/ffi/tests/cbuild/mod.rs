@@ -11,19 +11,22 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// The repository root.
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The directory holding `libnetdirect.so` (the test binary's profile directory).
-pub fn lib_dir() -> PathBuf {
+pub(crate) fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     // target/<profile>/deps/<test> → target/<profile>
-    exe.parent().and_then(Path::parent).expect("profile dir").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("profile dir")
+        .to_path_buf()
 }
 
 /// Where the built programs go.
-pub fn out_dir() -> PathBuf {
+pub(crate) fn out_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-programs");
     std::fs::create_dir_all(&d).expect("create the output directory");
     d
@@ -31,7 +34,7 @@ pub fn out_dir() -> PathBuf {
 
 /// Which compiler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
+pub(crate) enum Lang {
     /// `gcc -std=c11`.
     C,
     /// `g++ -std=c++17`.
@@ -40,7 +43,7 @@ pub enum Lang {
 
 /// Compile `sources` (paths relative to the repository root) into `name`, failing the test
 /// with the compiler's output on any warning or error.
-pub fn build(name: &str, lang: Lang, sources: &[&str], extra: &[&str]) -> PathBuf {
+pub(crate) fn build(name: &str, lang: Lang, sources: &[&str], extra: &[&str]) -> PathBuf {
     let root = root();
     let out = out_dir().join(name);
     let (cc, std) = match lang {
@@ -65,7 +68,9 @@ pub fn build(name: &str, lang: Lang, sources: &[&str], extra: &[&str]) -> PathBu
         .arg(&lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .args(["-lnetdirect", "-lpthread"]);
-    let o = cmd.output().unwrap_or_else(|e| panic!("run {cc}: {e} (is it installed?)"));
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("run {cc}: {e} (is it installed?)"));
     assert!(
         o.status.success(),
         "{cc} failed for {name}:\n{}{}",
@@ -77,7 +82,7 @@ pub fn build(name: &str, lang: Lang, sources: &[&str], extra: &[&str]) -> PathBu
 
 /// A running program whose output is collected.
 #[derive(Debug)]
-pub struct Running {
+pub(crate) struct Running {
     child: Child,
     lines: mpsc::Receiver<String>,
     seen: Vec<String>,
@@ -85,10 +90,10 @@ pub struct Running {
 }
 
 /// How long any one program may run.
-pub const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 /// Start `exe` with `args` and the environment `env`; stdout and stderr are collected.
-pub fn start(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Running {
+pub(crate) fn start(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Running {
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .stdin(Stdio::null())
@@ -120,14 +125,16 @@ pub fn start(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Running {
         child,
         lines: rx,
         seen: Vec::new(),
-        name: exe.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        name: exe
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
     }
 }
 
 impl Running {
     /// Wait until a line containing `needle` is printed (the program announces it is
     /// listening), failing the test if the program ends or `LIMIT` passes first.
-    pub fn expect_line(&mut self, needle: &str) -> String {
+    pub(crate) fn expect_line(&mut self, needle: &str) -> String {
         let deadline = std::time::Instant::now() + LIMIT;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -140,7 +147,11 @@ impl Running {
                 }
                 Err(_) => {
                     let _ = self.child.kill();
-                    panic!("{}: no line with {needle:?}; output:\n{}", self.name, self.seen.join("\n"));
+                    panic!(
+                        "{}: no line with {needle:?}; output:\n{}",
+                        self.name,
+                        self.seen.join("\n")
+                    );
                 }
             }
         }
@@ -148,7 +159,7 @@ impl Running {
 
     /// Wait for the program to exit (killing it after `LIMIT`); returns its output, and
     /// fails the test unless it exited 0.
-    pub fn success(mut self) -> String {
+    pub(crate) fn success(mut self) -> String {
         let status = wait_limited(&mut self.child);
         // The readers end when the pipes close.
         while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
@@ -187,7 +198,7 @@ fn wait_limited(child: &mut Child) -> Option<std::process::ExitStatus> {
 }
 
 /// The loopback addresses to test: 127.0.0.1, and ::1 where IPv6 is on.
-pub fn loopbacks() -> Vec<&'static str> {
+pub(crate) fn loopbacks() -> Vec<&'static str> {
     let mut v = vec!["127.0.0.1"];
     if std::net::UdpSocket::bind("[::1]:0").is_ok() {
         v.push("::1");
@@ -198,7 +209,7 @@ pub fn loopbacks() -> Vec<&'static str> {
 }
 
 /// `ip:port` with brackets for IPv6.
-pub fn endpoint(ip: &str, port: u16) -> String {
+pub(crate) fn endpoint(ip: &str, port: u16) -> String {
     if ip.contains(':') {
         format!("[{ip}]:{port}")
     } else {
@@ -207,7 +218,7 @@ pub fn endpoint(ip: &str, port: u16) -> String {
 }
 
 /// A port no one listens on right now: bound with TCP port 0, then released.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

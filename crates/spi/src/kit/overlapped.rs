@@ -223,6 +223,14 @@ impl Overlapped {
         self.is_complete().then(|| Error::check(self.status()))
     }
 
+    /// The driver that makes progress on this request: a front-end that blocks in a wait of
+    /// its own (a Win32 event, a completion port) waits in [`Driver::wait_for`] on it, so the
+    /// waiting thread drives the I/O as [`Overlapped::wait`] does, and calls
+    /// [`Driver::notify`] when what that wait watches changes.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.state.driver
+    }
+
     /// A completion hook: `waker` is woken, on the thread that completes the request, when it
     /// completes. Returns `true` instead if the request has completed already; a `true` can
     /// also come after the waker was registered and woken (a completion racing this call), so
@@ -643,7 +651,11 @@ pub(crate) mod tests {
         c.complete(Status::SUCCESS);
         assert_eq!(hook.0.load(Ordering::Relaxed), 1, "woken by the completion");
         assert!(ov.wake_on_completion(&Waker::from(hook.clone())));
-        assert_eq!(hook.0.load(Ordering::Relaxed), 1, "a finished request wakes nothing");
+        assert_eq!(
+            hook.0.load(Ordering::Relaxed),
+            1,
+            "a finished request wakes nothing"
+        );
     }
 
     /// A claimed request is out of a cancel's reach; a cancelled one cannot be claimed.
