@@ -11,7 +11,11 @@ const PROVIDERS: [&str; 2] = ["tcp", "shm"];
 /// from that prefix alone runs.
 #[test]
 fn an_installed_prefix_builds_programs_through_pkg_config() {
-    if std::process::Command::new("pkg-config").arg("--version").output().is_err() {
+    if std::process::Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         assert!(std::env::var_os("CI").is_none(), "CI must have pkg-config");
         eprintln!("skipped: pkg-config is not installed");
         return;
@@ -62,4 +66,98 @@ fn overlapped_requests_complete_as_on_windows() {
             assert!(out.contains("0 failed"), "{provider} {ip}:\n{out}");
         }
     }
+}
+
+/// Run `exe` as a server (`-s`) and a client (`-c`) on a fresh port of `ip`, on `provider`:
+/// both must exit 0. Returns the client's output.
+fn pair(
+    exe: &std::path::Path,
+    server: &[&str],
+    client: &[&str],
+    provider: &str,
+    ip: &str,
+) -> String {
+    let at = cbuild::endpoint(ip, cbuild::free_port());
+    let env = [("ND_PROVIDER", provider)];
+    let mut s_args = vec!["-s"];
+    s_args.extend_from_slice(server);
+    s_args.push(&at);
+    let mut srv = start(exe, &s_args, &env);
+    srv.expect_line("Listening.");
+    let mut c_args = vec!["-c"];
+    c_args.extend_from_slice(client);
+    c_args.push(&at);
+    let out = start(exe, &c_args, &env).success();
+    srv.success();
+    out
+}
+
+/// Every provider and loopback address.
+fn each(mut f: impl FnMut(&str, &str)) {
+    for provider in PROVIDERS {
+        for ip in loopbacks() {
+            f(provider, ip);
+        }
+    }
+}
+
+/// examples/c/ndpingpong.cpp: Send/Receive ping-pong with the data checked, polling (a size
+/// sweep) and blocking (CQ Notify and an event), through `_tmain` and `wprintf`.
+#[test]
+fn ndpingpong_runs_polling_and_blocking() {
+    let exe = build("ndpingpong", Lang::Cxx, &["examples/c/ndpingpong.cpp"], &[]);
+    each(|provider, ip| {
+        let out = pair(&exe, &[], &["-i", "200"], provider, ip);
+        assert!(out.contains("End of test"), "{provider} {ip}:\n{out}");
+        let out = pair(
+            &exe,
+            &["-b"],
+            &["-b", "-i", "100", "-z", "64"],
+            provider,
+            ip,
+        );
+        assert!(
+            out.contains("End of test"),
+            "{provider} {ip} blocking:\n{out}"
+        );
+    });
+}
+
+/// examples/c/ndrpingpong.c: RDMA Write ping-pong from C (`lpVtbl` calls).
+#[test]
+fn ndrpingpong_runs_from_c() {
+    let exe = build("ndrpingpong", Lang::C, &["examples/c/ndrpingpong.c"], &[]);
+    each(|provider, ip| {
+        let out = pair(&exe, &[], &["-i", "200"], provider, ip);
+        assert!(out.contains("End of test"), "{provider} {ip}:\n{out}");
+    });
+}
+
+/// examples/c/ndrping.cpp: RDMA Write and Read throughput with the data verified.
+#[test]
+fn ndrping_writes_and_reads_verified_data() {
+    let exe = build("ndrping", Lang::Cxx, &["examples/c/ndrping.cpp"], &[]);
+    each(|provider, ip| {
+        for mode in ["-w", "-r"] {
+            let out = pair(&exe, &[], &[mode, "-i", "100"], provider, ip);
+            assert!(
+                out.contains("End of test"),
+                "{provider} {ip} {mode}:\n{out}"
+            );
+        }
+    });
+}
+
+/// examples/c/ndconn.cpp: reject with private data, accept, disconnect, cancel, through a
+/// completion port; each check prints PASS.
+#[test]
+fn ndconn_manages_connections_through_a_completion_port() {
+    let exe = build("ndconn", Lang::Cxx, &["examples/c/ndconn.cpp"], &[]);
+    each(|provider, ip| {
+        let out = pair(&exe, &[], &[], provider, ip);
+        assert!(
+            out.contains("PASS") && !out.contains("FAIL"),
+            "{provider} {ip}:\n{out}"
+        );
+    });
 }
