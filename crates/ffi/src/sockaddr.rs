@@ -160,4 +160,19 @@ mod tests {
         assert_eq!(unsafe { read(std::ptr::null(), 16) }, Err(Bad::Null));
         assert_eq!(Bad::Short.status(1), Status::invalid_parameter(2));
     }
+
+    proptest::proptest! {
+        /// Whatever bytes and length a caller passes, reading never panics and never reads
+        /// past the length; what it accepts encodes back to the same bytes' address.
+        #[test]
+        fn any_bytes_read_safely(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            // SAFETY: `bytes` holds `len` readable bytes.
+            let r = unsafe { read(bytes.as_ptr(), bytes.len()) };
+            if let Ok(a) = r {
+                let (b, len) = encode(&a);
+                // SAFETY: `b` holds `len` bytes.
+                proptest::prop_assert_eq!(unsafe { read(b.as_ptr(), len) }, Ok(a));
+            }
+        }
+    }
 }
