@@ -161,3 +161,18 @@ fn ndconn_manages_connections_through_a_completion_port() {
         );
     });
 }
+
+/// tests/abi/check.sh: every header alone and together, in C and C++ standards; every
+/// structure's size and offsets, every vtable slot (C `offsetof` and C++ pointer-to-member),
+/// every IID's bytes, calls across C and C++ objects, the libstdc++ pitfalls, `wprintf`,
+/// `_tmain` and Windows-style C++ under `-Wall -Werror`.
+#[test]
+fn headers_hold_the_abi_from_c_and_cxx() {
+    let o = std::process::Command::new("sh")
+        .arg(cbuild::root().join("tests/abi/check.sh"))
+        .output()
+        .expect("run tests/abi/check.sh");
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "tests/abi/check.sh failed:\n{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+}

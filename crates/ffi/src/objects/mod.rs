@@ -119,3 +119,21 @@ pub unsafe fn sges<'a>(sge: *const nd::Sge, n: u32, param: u32) -> Result<&'a [n
     // SAFETY: the caller's contract: `n` readable elements.
     Ok(unsafe { std::slice::from_raw_parts(sge, n as usize) })
 }
+
+// Each vtable has exactly the slots `ndspi.h` declares for its interface (docs/ND-RULES.md
+// §2.1): IUnknown 3, IND2Overlapped 5, then the interface's own. tests/abi checks the same
+// counts and every slot's position from C and C++.
+const _: () = {
+    use std::mem::size_of;
+    const SLOT: usize = size_of::<usize>();
+    assert!(size_of::<OverlappedPrefix<cq::CqObj>>() == 5 * SLOT);
+    assert!(size_of::<provider::ProviderSlots>() == 6 * SLOT);
+    assert!(size_of::<adapter::AdapterSlots>() == 14 * SLOT);
+    assert!(size_of::<cq::CqSlots>() == 9 * SLOT);
+    assert!(size_of::<srq::SrqSlots>() == 9 * SLOT);
+    assert!(size_of::<memory::MrSlots>() == 9 * SLOT);
+    assert!(size_of::<memory::MwSlots>() == 4 * SLOT);
+    assert!(size_of::<qp::QpSlots>() == 10 * SLOT);
+    assert!(size_of::<connector::ConnectorSlots>() == 16 * SLOT);
+    assert!(size_of::<listener::ListenerSlots>() == 9 * SLOT);
+};
