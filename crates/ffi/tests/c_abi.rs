@@ -172,7 +172,11 @@ fn headers_hold_the_abi_from_c_and_cxx() {
         .arg(cbuild::root().join("tests/abi/check.sh"))
         .output()
         .expect("run tests/abi/check.sh");
-    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(o.status.success(), "tests/abi/check.sh failed:\n{out}");
     assert!(out.contains(" 0 failed"), "{out}");
 }

@@ -129,3 +129,14 @@ fn the_last_error_is_per_thread() {
     assert_eq!(other, 0);
     assert_eq!(ndw_GetLastError(), 1234);
 }
+
+#[test]
+fn closing_a_port_ends_the_waits_on_it() {
+    let port = std::sync::Arc::new(port::Port::default());
+    let p = port.clone();
+    let waiter = std::thread::spawn(move || p.dequeue(1, None));
+    // Whether the waiter is asleep yet or not, the close ends its wait: closing is sticky.
+    port.close();
+    assert!(waiter.join().expect("waiter").is_empty());
+    assert!(port.is_closed());
+}

@@ -38,6 +38,8 @@ pub const ERROR_INVALID_PARAMETER: u32 = 87;
 pub const ERROR_OPERATION_ABORTED: u32 = 995;
 /// `ERROR_INTERNAL_ERROR`: the last error of a Win32 call whose body panicked.
 pub const ERROR_INTERNAL_ERROR: u32 = 1359;
+/// `ERROR_ABANDONED_WAIT_0`: the port a thread waited on was closed.
+pub const ERROR_ABANDONED_WAIT_0: u32 = 735;
 /// `STILL_ACTIVE`: the exit code of a thread that has not returned.
 pub const STILL_ACTIVE: u32 = 259;
 
@@ -115,6 +117,10 @@ pub extern "C" fn ndw_CloseHandle(h: HANDLE) -> BOOL {
         None => fail(ERROR_INVALID_HANDLE),
         Some(Object::File(f)) => {
             f.close();
+            TRUE
+        }
+        Some(Object::Port(p)) => {
+            p.close();
             TRUE
         }
         Some(_) => TRUE,
@@ -345,7 +351,11 @@ pub unsafe extern "C" fn ndw_GetQueuedCompletionStatus(
         unsafe {
             let Some(pk) = got.first() else {
                 *ov = std::ptr::null_mut();
-                return fail(WAIT_TIMEOUT);
+                return fail(if p.is_closed() {
+                    ERROR_ABANDONED_WAIT_0
+                } else {
+                    WAIT_TIMEOUT
+                });
             };
             *bytes = pk.bytes;
             *key = pk.key;
@@ -384,7 +394,11 @@ pub unsafe extern "C" fn ndw_GetQueuedCompletionStatusEx(
         unsafe {
             *removed = got.len() as u32;
             if got.is_empty() {
-                return fail(WAIT_TIMEOUT);
+                return fail(if p.is_closed() {
+                    ERROR_ABANDONED_WAIT_0
+                } else {
+                    WAIT_TIMEOUT
+                });
             }
             for (i, pk) in got.iter().enumerate() {
                 entries.add(i).write(OVERLAPPED_ENTRY {

@@ -5,6 +5,7 @@
 //! waiting threads, and association of anything but ND overlapped files.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -34,6 +35,8 @@ pub struct Port {
     queue: Mutex<VecDeque<Packet>>,
     /// Its waiters, and the drivers of the requests that complete to it.
     pub(crate) waitable: Waitable,
+    /// `CloseHandle` was called: waiters return, later waits fail at once.
+    closed: AtomicBool,
 }
 
 impl Port {
@@ -64,13 +67,24 @@ impl Port {
         !out.is_empty()
     }
 
+    /// `CloseHandle`: the threads waiting on the port return empty-handed.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.waitable.signal();
+    }
+
+    /// Whether the port was closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// Take up to `max` packets, waiting (and driving the associated adapters) until at least
-    /// one is there or `deadline` passes.
+    /// one is there, the port is closed, or `deadline` passes.
     pub fn dequeue(&self, max: usize, deadline: Option<Instant>) -> Vec<Packet> {
         let mut out = Vec::new();
         self.waitable.wait(
-            &|| !self.is_empty(),
-            &mut || self.pop_into(&mut out, max),
+            &|| !self.is_empty() || self.is_closed(),
+            &mut || self.pop_into(&mut out, max) || self.is_closed(),
             deadline,
         );
         out
