@@ -10,8 +10,8 @@ use netdirect_spi::limits;
 use netdirect_spi::traits::{self, QueuePairConfig};
 
 use crate::{
-    AdapterInfo, CompletionQueue, Connector, Listener, MemoryRegion, MemoryWindow, QueuePair,
-    Result, SharedReceiveQueue,
+    AdapterInfo, CompletionQueue, Connector, Listener, MemoryRegion, MemoryWindow, ProgressMode,
+    QueuePair, Result, SharedReceiveQueue,
 };
 
 /// An open adapter (`IND2Adapter`).
@@ -81,6 +81,22 @@ impl Adapter {
     /// Drive the adapter's I/O once without blocking (for event-loop users; see [`Adapter::fd`]).
     pub fn progress(&self) {
         self.inner.progress();
+    }
+
+    /// Choose who advances the adapter's I/O besides your own polls and waits:
+    /// [`ProgressMode::Thread`] starts a progress engine, a thread that drives the adapter
+    /// while none of your threads does (peers' RDMA lands, connection requests are answered,
+    /// completions reach waiters while you compute), and stays away while you drive, so a
+    /// polling or waiting thread pays no hand-off; [`ProgressMode::Manual`] stops it. The
+    /// default is `ND_PROGRESS` (`manual` when unset). docs/ARCHITECTURE.md, "Who drives the
+    /// I/O".
+    pub fn set_progress_mode(&self, mode: ProgressMode) -> Result<()> {
+        self.inner.set_progress_mode(mode)
+    }
+
+    /// The adapter's current [`ProgressMode`].
+    pub fn progress_mode(&self) -> ProgressMode {
+        self.inner.progress_mode()
     }
 
     /// `CreateCompletionQueue`: `depth` 1..=`MaxCompletionQueueDepth` (D3: the maximum itself

@@ -46,6 +46,7 @@ pub use connect::{Connector, Listener};
 pub use cq::{CompletionQueue, SharedReceiveQueue};
 pub use memory::{Buffer, MemoryRegion, MemoryWindow};
 pub use netdirect_spi::kit::overlapped::Overlapped;
+pub use netdirect_spi::kit::progress::ProgressMode;
 pub use netdirect_spi::{
     AdapterFlags, AdapterInfo, Error, MrFlags, NdResult, NotifyType, OpFlags, ReadLimits,
     RequestType, Result, Sge, Status, ND_VERSION_1, ND_VERSION_2,

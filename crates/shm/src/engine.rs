@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use netdirect_spi::kit::overlapped::Driver;
+use netdirect_spi::kit::progress::Activity;
 use netdirect_spi::kit::timers::Timers;
 use netdirect_spi::kit::waiters::{Waiters, WakeFd};
 use rustix::event::epoll::{self, EventData, EventFlags};
@@ -338,6 +339,9 @@ impl Engine {
 
 impl Driver for Engine {
     fn progress(&self) {
+        // An application's own drive (GetOverlappedResult, an event loop): the progress
+        // engine stays away while they come (`kit::progress`).
+        self.waiters.activity().touch_unless_engine();
         self.poll(Some(Duration::ZERO));
         self.run_timers();
         self.for_each_link(|l| l.progress());
@@ -345,6 +349,10 @@ impl Driver for Engine {
 
     fn wait(&self, timeout: Option<Duration>) {
         self.wait_for(&|| false, timeout);
+    }
+
+    fn activity(&self) -> Option<Arc<Activity>> {
+        Some(self.waiters.activity().clone())
     }
 
     /// Sleep without a `progress` pass first: the leader arms every connection and re-checks

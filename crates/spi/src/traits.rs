@@ -14,6 +14,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::kit::overlapped::Overlapped;
+use crate::kit::progress::ProgressMode;
 use crate::{AdapterInfo, MrFlags, NdResult, NotifyType, OpFlags, ReadLimits, Result, Sge};
 
 /// `IND2Provider`: a named provider that serves some local addresses.
@@ -83,6 +84,19 @@ pub trait Adapter: Send + Sync + Debug {
     fn fd(&self) -> BorrowedFd<'_>;
     /// Drive the adapter's I/O once, without blocking.
     fn progress(&self);
+    /// Choose who advances the adapter's I/O besides the application's own polls and waits
+    /// (`kit::progress`). A provider without a progress engine refuses
+    /// [`ProgressMode::Thread`] with `ND_NOT_SUPPORTED`.
+    fn set_progress_mode(&self, mode: ProgressMode) -> Result<()> {
+        match mode {
+            ProgressMode::Manual => Ok(()),
+            ProgressMode::Thread => crate::fail(crate::Status::NOT_SUPPORTED),
+        }
+    }
+    /// The adapter's current [`ProgressMode`].
+    fn progress_mode(&self) -> ProgressMode {
+        ProgressMode::Manual
+    }
     /// `CreateCompletionQueue`.
     fn create_completion_queue(
         &self,

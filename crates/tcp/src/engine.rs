@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use crate::wake::{Sleeper, Woke};
 use netdirect_spi::kit::overlapped::Driver;
+use netdirect_spi::kit::progress::Activity;
 use netdirect_spi::kit::timers::Timers;
 use netdirect_spi::kit::waiters::{Waiters, WakeFd};
 use rustix::event::epoll::{self, EventData, EventFlags};
@@ -487,6 +488,9 @@ const STACK_FDS: usize = 16;
 
 impl Driver for Engine {
     fn progress(&self) {
+        // An application's own drive (GetOverlappedResult, an event loop): the progress
+        // engine stays away while they come (`kit::progress`).
+        self.waiters.activity().touch_unless_engine();
         self.poll(Some(Duration::ZERO));
         if !self.fd_exported.load(Ordering::Relaxed) {
             self.progress_streams();
@@ -496,6 +500,10 @@ impl Driver for Engine {
 
     fn wait(&self, timeout: Option<Duration>) {
         self.wait_for(&|| false, timeout);
+    }
+
+    fn activity(&self) -> Option<Arc<Activity>> {
+        Some(self.waiters.activity().clone())
     }
 
     /// Sleep without a `progress` pass first: the leader's sleep is on every descriptor that

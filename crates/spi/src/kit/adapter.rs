@@ -5,12 +5,13 @@ use std::any::Any;
 use std::fmt;
 use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::kit::addresses::local_addresses;
 use crate::kit::mr::{Region, Table};
 use crate::kit::mw::Window;
 use crate::kit::overlapped::Driver;
+use crate::kit::progress::{ProgressMode, ProgressThread};
 use crate::kit::srq::{Srq, SrqProvider};
 use crate::traits::{
     self, CompletionQueue, Connector, Listener, MemoryRegion, MemoryWindow, QueuePair,
@@ -123,6 +124,8 @@ pub trait AdapterProvider: SrqProvider {
 /// object it creates holds the same `Arc` of its state.
 pub struct Adapter<P: AdapterProvider> {
     state: Arc<P::Adapter>,
+    /// The progress engine, in `ProgressMode::Thread`; released with the adapter.
+    engine: Mutex<Option<ProgressThread>>,
 }
 
 impl<P: AdapterProvider> fmt::Debug for Adapter<P>
@@ -137,11 +140,34 @@ where
 }
 
 impl<P: AdapterProvider> Adapter<P> {
-    /// An adapter over `state`.
+    /// An adapter over `state`, in the progress mode `ND_PROGRESS` names (`manual` if unset).
     pub fn new(state: P::Adapter) -> Arc<Self> {
-        Arc::new(Self {
+        let a = Arc::new(Self {
             state: Arc::new(state),
-        })
+            engine: Mutex::new(None),
+        });
+        // A thread that cannot be made leaves the adapter in manual mode.
+        let _ = a.set_mode(ProgressMode::from_env_or(ProgressMode::Manual));
+        a
+    }
+
+    fn set_mode(&self, mode: ProgressMode) -> Result<()> {
+        let mut e = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        match mode {
+            ProgressMode::Manual => *e = None,
+            ProgressMode::Thread if e.is_some() => {}
+            ProgressMode::Thread => {
+                let driver = self.state.driver();
+                let Some(activity) = driver.activity() else {
+                    return crate::fail(crate::Status::NOT_SUPPORTED);
+                };
+                match ProgressThread::start(&driver, activity) {
+                    Some(t) => *e = Some(t),
+                    None => return crate::fail(crate::Status::INSUFFICIENT_RESOURCES),
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -167,6 +193,17 @@ where
 
     fn progress(&self) {
         P::progress(&self.state);
+    }
+
+    fn set_progress_mode(&self, mode: ProgressMode) -> Result<()> {
+        self.set_mode(mode)
+    }
+
+    fn progress_mode(&self) -> ProgressMode {
+        match *self.engine.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(_) => ProgressMode::Thread,
+            None => ProgressMode::Manual,
+        }
     }
 
     // Group and affinity are hints a software provider has no use for.

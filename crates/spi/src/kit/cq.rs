@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use crate::kit::overlapped::{Driver, OvRecycler, Overlapped, PendingRequests};
+use crate::kit::progress::Activity;
 use crate::{Error, NdResult, NotifyType, Result, Status};
 
 /// Something whose I/O a completion queue drives when polled: a provider's queue pair.
@@ -82,6 +83,8 @@ pub struct CqCore {
     triggered: AtomicBool,
     sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
     driver: Arc<dyn Driver>,
+    /// The driver's application-activity mark, moved by every poll (`kit::progress`).
+    activity: Option<Arc<Activity>>,
     /// The adapter's `MaxCompletionQueueDepth`: `Resize` beyond it is refused.
     max_depth: u32,
 }
@@ -120,6 +123,7 @@ impl CqCore {
             owes_notify: AtomicBool::new(false),
             triggered: AtomicBool::new(false),
             sources: RwLock::new(Vec::new()),
+            activity: driver.activity(),
             driver,
             max_depth: u32::MAX,
         }
@@ -254,6 +258,7 @@ impl CqCore {
         if out.is_empty() {
             return 0;
         }
+        self.note_poll();
         let (n, drive) = self.take(out, true);
         if n > 0 || !drive {
             return n;
@@ -305,6 +310,17 @@ impl CqCore {
             if i.entries.is_empty() {
                 self.clear_triggers(&mut i);
             }
+        }
+    }
+
+    /// The application polled (`GetResults`): a progress engine stays away
+    /// (`kit::progress`). [`CqCore::get_results`] calls it; a provider's own `get_results`
+    /// that returns without it calls it first. Only the application polls a completion queue,
+    /// so no engine-thread check is needed.
+    #[inline]
+    pub fn note_poll(&self) {
+        if let Some(a) = &self.activity {
+            a.touch();
         }
     }
 

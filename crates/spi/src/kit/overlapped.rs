@@ -39,6 +39,12 @@ pub trait Driver: Send + Sync + fmt::Debug {
     /// signal the adapter's overlapped descriptor.
     fn notify(&self);
 
+    /// The mark the application's threads move when they poll or wait on this driver, which
+    /// a progress engine watches (`kit::progress`); `None`: the driver has no engine.
+    fn activity(&self) -> Option<Arc<crate::kit::progress::Activity>> {
+        None
+    }
+
     /// What a blocked [`Overlapped::wait`] does once per turn: make progress, and sleep unless
     /// `done()` holds. Returns when `done()` holds, something may have changed, or `timeout`
     /// passed; the caller re-checks `done()` afterwards (spurious returns are allowed).

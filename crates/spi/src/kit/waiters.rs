@@ -30,7 +30,9 @@
 use std::cell::Cell;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::kit::progress::Activity;
 use std::time::Duration;
 
 /// The blocked threads: at most one leader asleep on the transport, and followers asleep on
@@ -57,12 +59,20 @@ pub struct Waiters {
     /// Threads inside `wait_for`: while there are none (besides the notifying thread itself),
     /// `notify` costs no lock and no system call.
     sleepers: AtomicUsize,
+    /// Moved by every application thread that waits or polls: a progress engine stays away
+    /// while it moves (`kit::progress`).
+    activity: Arc<Activity>,
 }
 
 impl Waiters {
     /// No thread waiting.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The mark application threads move when they drive this engine (`kit::progress`).
+    pub fn activity(&self) -> &Arc<Activity> {
+        &self.activity
     }
 
     /// How many threads are inside `wait_for` (a snapshot, for `Debug`).
@@ -82,6 +92,7 @@ impl Waiters {
     /// counts this thread in `sleepers` and marks it as waiting here, until the returned
     /// presence drops (also when the leader's dispatch panics).
     pub fn enter(&self) -> Presence<'_> {
+        self.activity.touch_unless_engine();
         // SeqCst: announced before `done()` is read (see the module docs).
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let outer = WAITING.with(|w| w.replace((self.addr(), false)));

@@ -1,0 +1,246 @@
+//! The progress engine (`ProgressMode::Thread`), between separate processes: what a program
+//! written for RDMA hardware expects to advance while it makes no netdirect call.
+//!
+//! Each test runs this test binary again as the peer process (`ROLE` in the environment), and
+//! the two talk through their standard output lines.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use netdirect::{
+    Adapter, CompletionQueue, MrFlags, NdResult, OpFlags, ProgressMode, Provider, Result, Sge,
+    Status,
+};
+
+const ROLE: &str = "ND_PROGRESS_TEST_ROLE";
+/// How long the target makes no netdirect call.
+const IDLE: Duration = Duration::from_secs(30);
+/// The target's memory: all of it is written, then read back.
+const SIZE: usize = 1 << 30;
+/// One request's share.
+const CHUNK: usize = 16 << 20;
+
+fn adapter(provider: &str, mode: ProgressMode) -> Result<Adapter> {
+    let a = Provider::open(provider)?.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+    a.set_progress_mode(mode)?;
+    Ok(a)
+}
+
+fn next(cq: &CompletionQueue) -> NdResult {
+    let mut r = [NdResult::EMPTY; 1];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cq.get_results(&mut r) == 0 {
+        assert!(Instant::now() < deadline, "no completion in 60 s");
+        std::thread::yield_now();
+    }
+    assert_eq!(r[0].status, Status::SUCCESS, "{:?}", r[0]);
+    r[0]
+}
+
+/// The pattern of the chunk at `base`: a fixed pseudo-random block (made once), with every
+/// 4 KiB page stamped with its offset in the target's memory, so a chunk that lands in the
+/// wrong place, or not at all, shows. Cheap enough for 1 GiB in a debug build.
+fn fill(buf: &mut [u8], base: usize) {
+    static BLOCK: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let block = BLOCK.get_or_init(|| {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..CHUNK)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    });
+    buf.copy_from_slice(&block[..buf.len()]);
+    for page in (0..buf.len()).step_by(4096) {
+        buf[page..page + 8].copy_from_slice(&((base + page) as u64).to_le_bytes());
+    }
+}
+
+/// The passive target: registers `SIZE` bytes, accepts one connection, tells the peer where
+/// its memory is, and then makes no netdirect call for `IDLE`.
+fn target(provider: &str) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(8, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
+    // Heap memory, not a `Buffer`: shm then places the peer's Writes itself (a `Buffer` it
+    // could map, and the peer would copy into it without the target's help).
+    let mut mem = vec![0u8; SIZE];
+    let mr = a.create_memory_region()?;
+    // SAFETY: `mem` outlives the registration (deregistered below) and is not read until
+    // the peer is done.
+    unsafe {
+        mr.register(
+            mem.as_mut_ptr(),
+            SIZE,
+            MrFlags::ALLOW_REMOTE_READ | MrFlags::ALLOW_REMOTE_WRITE,
+        )?
+        .wait()?;
+    }
+    let l = a.create_listener()?;
+    l.bind("127.0.0.1:0".parse().unwrap())?;
+    l.listen(0)?;
+    println!("listening {}", l.get_local_address()?);
+    let c = a.create_connector()?;
+    l.get_connection_request(&c)?.wait()?;
+    let mut pd = (mem.as_ptr() as u64).to_le_bytes().to_vec();
+    pd.extend_from_slice(&mr.get_remote_token().to_le_bytes());
+    c.accept(&qp, 8, 0, &pd)?.wait()?;
+    println!("idle");
+    std::io::stdout().flush().unwrap();
+    // Computing: no netdirect call at all while the peer writes and reads everything.
+    std::thread::sleep(IDLE);
+    println!("awake");
+    std::io::stdout().flush().unwrap();
+    let mut want = vec![0u8; CHUNK];
+    for off in (0..SIZE).step_by(CHUNK) {
+        fill(&mut want, off);
+        assert!(
+            mem[off..off + CHUNK] == want[..],
+            "the Write did not land at {off}"
+        );
+    }
+    c.disconnect()?.wait()?;
+    mr.deregister()?.wait()
+}
+
+/// The active peer: Writes all of the target's memory, Reads it all back and compares.
+fn peer(provider: &str, at: SocketAddr) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(8, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
+    let mut mem = vec![0u8; 2 * CHUNK];
+    let mr = a.create_memory_region()?;
+    // SAFETY: `mem` outlives the registration; each half is touched only between requests.
+    unsafe {
+        mr.register(
+            mem.as_mut_ptr(),
+            2 * CHUNK,
+            MrFlags::ALLOW_LOCAL_WRITE | MrFlags::RDMA_READ_SINK,
+        )?
+        .wait()?;
+    }
+    let token = mr.get_local_token();
+    let c = a.create_connector()?;
+    c.bind("127.0.0.1:0".parse().unwrap())?;
+    c.connect(&qp, at, 0, 8, b"")?.wait()?;
+    let pd = c.private_data()?;
+    let base = u64::from_le_bytes(pd[..8].try_into().unwrap());
+    let rtoken = u32::from_le_bytes(pd[8..12].try_into().unwrap());
+    c.complete_connect()?.wait()?;
+    let (src, sink) = mem.split_at_mut(CHUNK);
+    for off in (0..SIZE).step_by(CHUNK) {
+        fill(src, off);
+        let sge = Sge::new(src.as_mut_ptr(), CHUNK as u32, token);
+        // SAFETY: `src` is not touched until the Write completes (next).
+        unsafe { qp.write(1, &[sge], base + off as u64, rtoken, OpFlags::empty())? };
+        next(&cq);
+    }
+    for off in (0..SIZE).step_by(CHUNK) {
+        let sge = Sge::new(sink.as_mut_ptr(), CHUNK as u32, token);
+        // SAFETY: `sink` is not read until the Read completes (next).
+        unsafe { qp.read(2, &[sge], base + off as u64, rtoken, OpFlags::empty())? };
+        next(&cq);
+        fill(src, off);
+        assert!(
+            sink[..] == src[..],
+            "the Read brought back other bytes at {off}"
+        );
+    }
+    println!("done");
+    c.disconnect()?.wait()?;
+    mr.deregister()?.wait()
+}
+
+fn spawn(
+    test: &str,
+    role: &str,
+    provider: &str,
+    extra: &[(&str, String)],
+) -> (Child, BufReader<ChildStdout>) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(ROLE, role)
+        .env("ND_TEST_PROVIDER", provider)
+        // shm: place Writes through the rings, not a mapping (see `target`).
+        .env("ND_SHM_MAP_MIN_KIB", "0")
+        .stdout(Stdio::piped());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn the peer process");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (child, out)
+}
+
+/// Read lines up to the first with `needle`; what follows `needle` on it.
+fn line_with(out: &mut BufReader<ChildStdout>, needle: &str) -> String {
+    let mut l = String::new();
+    loop {
+        l.clear();
+        assert!(
+            out.read_line(&mut l).unwrap() > 0,
+            "no line with {needle:?}"
+        );
+        // libtest may print its `test name ... ` prefix on the same line.
+        if let Some((_, rest)) = l.split_once(needle) {
+            return rest.trim().to_string();
+        }
+    }
+}
+
+/// The child's side of a test, if this process is one.
+fn child_role(test: &str) -> bool {
+    let Ok(role) = std::env::var(ROLE) else {
+        return false;
+    };
+    let provider = std::env::var("ND_TEST_PROVIDER").unwrap();
+    let r = match role.as_str() {
+        "target" => target(&provider),
+        "peer" => peer(
+            &provider,
+            std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
+        ),
+        other => panic!("unknown role {other} in {test}"),
+    };
+    r.expect("the child's side failed");
+    true
+}
+
+/// A target that makes no call for 30 s serves its peer's RDMA Writes and Reads of 1 GiB in
+/// that window: the peer finishes before the target wakes.
+fn passive_target(provider: &str, test: &str) {
+    if child_role(test) {
+        return;
+    }
+    let (mut t, mut t_out) = spawn(test, "target", provider, &[]);
+    let at = line_with(&mut t_out, "listening ");
+    let (mut p, mut p_out) = spawn(test, "peer", provider, &[("ND_TEST_AT", at)]);
+    line_with(&mut t_out, "idle");
+    let idle = Instant::now();
+    line_with(&mut p_out, "done");
+    // Without the target's engine nothing moves until it wakes, IDLE after "idle".
+    let took = idle.elapsed();
+    assert!(
+        took < IDLE,
+        "the peer finished {took:?} after the target went idle"
+    );
+    eprintln!("{provider}: 1 GiB written and read back {took:?} into the target's idle window");
+    line_with(&mut t_out, "awake");
+    assert!(p.wait().unwrap().success(), "the peer failed");
+    assert!(t.wait().unwrap().success(), "the target failed");
+}
+
+#[test]
+fn a_passive_tcp_target_serves_rdma() {
+    passive_target("tcp", "a_passive_tcp_target_serves_rdma");
+}
+
+#[test]
+fn a_passive_shm_target_serves_rdma() {
+    passive_target("shm", "a_passive_shm_target_serves_rdma");
+}
