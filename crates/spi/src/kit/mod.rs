@@ -18,6 +18,7 @@ pub mod mw;
 pub mod negotiate;
 pub mod overlapped;
 pub mod ports;
+pub mod qp;
 pub mod shared_mem;
 pub mod srq;
 pub mod timers;

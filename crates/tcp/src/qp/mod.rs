@@ -41,7 +41,6 @@
 mod rx;
 mod tx;
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -51,6 +50,7 @@ use netdirect_spi::kit::cq::{CqCore, ProgressSource, PushKind};
 use netdirect_spi::kit::mr::{Access, AccessError, LocalCache, Registration};
 use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped, PendingRequests};
+use netdirect_spi::kit::qp::{self, Posts, Request};
 use netdirect_spi::kit::srq::Seg as SrqSeg;
 use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
 use netdirect_spi::{fail, Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
@@ -480,37 +480,6 @@ impl TcpQp {
             .ok_or(AccessError::InvalidToken)?;
         reg.check(addr, len, access)?;
         Ok(Seg::new(addr, s.buffer_length, Some(reg)))
-    }
-
-    /// `Receive`.
-    ///
-    /// # Safety
-    /// See [`traits::QueuePair::receive`].
-    unsafe fn post_receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
-        if self.srq.is_some() {
-            // Its Receives are posted to the shared receive queue; this queue pair has none
-            // of its own to hold them.
-            return fail(Status::INVALID_DEVICE_REQUEST);
-        }
-        let mut g = self.lock();
-        let total = g.rq.check_receive(sge, self.max_transfer)?;
-        if g.conn == Conn::Closed {
-            drop(g);
-            self.complete_recv(context, Status::CANCELED, 0, false);
-            return Ok(());
-        }
-        let Inner { rq, cache, .. } = &mut *g;
-        let wr = RecvWr { context, total };
-        let checked = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
-        if checked.is_err() {
-            self.refuse_receive(&mut g, context);
-            return Ok(());
-        }
-        // A Send may be waiting for this buffer.
-        if g.rx.is_stalled() {
-            self.progress_locked(&mut g);
-        }
-        Ok(())
     }
 
     /// A Receive whose memory failed its check completes ND_ACCESS_VIOLATION, after the
@@ -1283,68 +1252,6 @@ impl TcpQp {
             self.close(&mut g, Status::CANCELED, Ending::Abort);
         }
     }
-
-    /// `Bind`: the window is bound (and its token valid) when this returns; the completion
-    /// follows in order on the initiator CQ.
-    fn post_bind(
-        &self,
-        context: u64,
-        region: &Arc<dyn MemoryRegion>,
-        window: &Arc<dyn MemoryWindow>,
-        buffer: *const u8,
-        len: usize,
-        flags: OpFlags,
-    ) -> Result<()> {
-        // The order of the checks is the kit's (`kit::mw` module docs).
-        let (region, window) = mw::bind_objects(&self.shared, region, window, flags)?;
-        let mut g = self.lock();
-        if g.conn == Conn::Idle {
-            return fail(Status::CONNECTION_INVALID);
-        }
-        if g.sq.is_full() {
-            return fail(Status::NO_MORE_ENTRIES);
-        }
-        let ended = g.conn == Conn::Closed;
-        let wr = SendWr::new(context, TxKind::Bind, flags, 0);
-        if !window.bind_through(region, buffer, len, flags, self.id, ended, &mut g.windows)? {
-            drop(g);
-            self.complete_send(&wr, Status::CANCELED);
-            return Ok(());
-        }
-        g.sq.push_bare(wr);
-        self.encode_pending(&mut g);
-        self.flush_tx(&mut g);
-        Ok(())
-    }
-
-    /// `Invalidate`: the window stops working when this returns; the completion follows in
-    /// order (`ND_INVALID_DEVICE_REQUEST` for a window not bound through this queue pair).
-    fn post_invalidate(
-        &self,
-        context: u64,
-        window: &Arc<dyn MemoryWindow>,
-        flags: OpFlags,
-    ) -> Result<()> {
-        let window = mw::invalidate_object(&self.shared, window, flags)?;
-        let mut g = self.lock();
-        if g.conn == Conn::Idle {
-            return fail(Status::CONNECTION_INVALID);
-        }
-        if g.sq.is_full() {
-            return fail(Status::NO_MORE_ENTRIES);
-        }
-        let mut wr = SendWr::new(context, TxKind::Invalidate, flags, 0);
-        if g.conn == Conn::Closed {
-            drop(g);
-            self.complete_send(&wr, Status::CANCELED);
-            return Ok(());
-        }
-        wr.error = window.invalidate_through(self.id, &mut g.windows);
-        g.sq.push_bare(wr);
-        self.encode_pending(&mut g);
-        self.flush_tx(&mut g);
-        Ok(())
-    }
 }
 
 /// The Terminate for the first queued Read Response whose source registration went since its
@@ -1422,11 +1329,7 @@ impl Source for TcpQp {
     }
 }
 
-impl traits::QueuePair for TcpQp {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
+impl Posts for TcpQp {
     fn flush(&self) -> Result<()> {
         let mut g = self.lock();
         if g.conn == Conn::Idle {
@@ -1437,17 +1340,71 @@ impl traits::QueuePair for TcpQp {
         Ok(())
     }
 
-    unsafe fn send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()> {
+    #[inline]
+    unsafe fn post(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        flags: OpFlags,
+        request: Request,
+    ) -> Result<()> {
+        // The remote token is the STag in network byte order (GetRemoteToken), so its bytes
+        // are the wire bytes: its host value is `from_be` of it.
+        let kind = match request {
+            Request::Send => TxKind::Send,
+            Request::Read {
+                remote_address,
+                remote_token,
+            } => TxKind::Read {
+                stag: u32::from_be(remote_token),
+                to: remote_address,
+            },
+            Request::Write {
+                remote_address,
+                remote_token,
+            } => TxKind::Write {
+                stag: u32::from_be(remote_token),
+                to: remote_address,
+            },
+        };
         // SAFETY: forwarded contract.
-        unsafe { self.post_request(context, sge, flags, TxKind::Send) }
+        unsafe { self.post_request(context, sge, flags, kind) }
     }
 
-    unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.post_receive(context, sge) }
+    /// `Receive`.
+    ///
+    /// # Safety
+    /// See [`traits::QueuePair::receive`].
+    unsafe fn post_receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
+        if self.srq.is_some() {
+            // Its Receives are posted to the shared receive queue; this queue pair has none
+            // of its own to hold them.
+            return fail(Status::INVALID_DEVICE_REQUEST);
+        }
+        let mut g = self.lock();
+        let total = g.rq.check_receive(sge, self.max_transfer)?;
+        if g.conn == Conn::Closed {
+            drop(g);
+            self.complete_recv(context, Status::CANCELED, 0, false);
+            return Ok(());
+        }
+        let Inner { rq, cache, .. } = &mut *g;
+        let wr = RecvWr { context, total };
+        let checked = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
+        if checked.is_err() {
+            self.refuse_receive(&mut g, context);
+            return Ok(());
+        }
+        // A Send may be waiting for this buffer.
+        if g.rx.is_stalled() {
+            self.progress_locked(&mut g);
+        }
+        Ok(())
     }
 
-    fn bind(
+    /// `Bind`: the window is bound (and its token valid) when this returns; the completion
+    /// follows in order on the initiator CQ.
+    fn post_bind(
         &self,
         context: u64,
         region: &Arc<dyn MemoryRegion>,
@@ -1456,50 +1413,45 @@ impl traits::QueuePair for TcpQp {
         len: usize,
         flags: OpFlags,
     ) -> Result<()> {
-        self.post_bind(context, region, window, buffer, len, flags)
+        // The order of the checks is the kit's (`kit::mw` module docs).
+        let (region, window) = mw::bind_objects(&self.shared, region, window, flags)?;
+        let mut g = self.lock();
+        qp::check_window_post(g.conn == Conn::Idle, g.sq.is_full())?;
+        let ended = g.conn == Conn::Closed;
+        let wr = SendWr::new(context, TxKind::Bind, flags, 0);
+        if !window.bind_through(region, buffer, len, flags, self.id, ended, &mut g.windows)? {
+            drop(g);
+            self.complete_send(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        g.sq.push_bare(wr);
+        self.encode_pending(&mut g);
+        self.flush_tx(&mut g);
+        Ok(())
     }
 
-    fn invalidate(
+    /// `Invalidate`: the window stops working when this returns; the completion follows in
+    /// order (`ND_INVALID_DEVICE_REQUEST` for a window not bound through this queue pair).
+    fn post_invalidate(
         &self,
         context: u64,
         window: &Arc<dyn MemoryWindow>,
         flags: OpFlags,
     ) -> Result<()> {
-        self.post_invalidate(context, window, flags)
-    }
-
-    unsafe fn read(
-        &self,
-        context: u64,
-        sge: &[Sge],
-        remote_address: u64,
-        remote_token: u32,
-        flags: OpFlags,
-    ) -> Result<()> {
-        // The remote token is the STag in network byte order (GetRemoteToken), so its bytes
-        // are the wire bytes: its host value is `from_be` of it.
-        let kind = TxKind::Read {
-            stag: u32::from_be(remote_token),
-            to: remote_address,
-        };
-        // SAFETY: forwarded contract.
-        unsafe { self.post_request(context, sge, flags, kind) }
-    }
-
-    unsafe fn write(
-        &self,
-        context: u64,
-        sge: &[Sge],
-        remote_address: u64,
-        remote_token: u32,
-        flags: OpFlags,
-    ) -> Result<()> {
-        let kind = TxKind::Write {
-            stag: u32::from_be(remote_token),
-            to: remote_address,
-        };
-        // SAFETY: forwarded contract.
-        unsafe { self.post_request(context, sge, flags, kind) }
+        let window = mw::invalidate_object(&self.shared, window, flags)?;
+        let mut g = self.lock();
+        qp::check_window_post(g.conn == Conn::Idle, g.sq.is_full())?;
+        let mut wr = SendWr::new(context, TxKind::Invalidate, flags, 0);
+        if g.conn == Conn::Closed {
+            drop(g);
+            self.complete_send(&wr, Status::CANCELED);
+            return Ok(());
+        }
+        wr.error = window.invalidate_through(self.id, &mut g.windows);
+        g.sq.push_bare(wr);
+        self.encode_pending(&mut g);
+        self.flush_tx(&mut g);
+        Ok(())
     }
 }
 
