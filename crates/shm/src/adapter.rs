@@ -4,20 +4,16 @@
 //! ([`netdirect_spi::kit::mr::Region`], [`netdirect_spi::kit::mw::Window`],
 //! [`netdirect_spi::kit::srq::Srq`]) over the same state.
 
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use netdirect_spi::kit::adapter::{self, Adapter, AdapterProvider};
-use netdirect_spi::kit::mr;
 use netdirect_spi::kit::overlapped::Driver;
-use netdirect_spi::traits::{CompletionQueue, Connector, Listener, QueuePair, QueuePairConfig};
-use netdirect_spi::{AdapterFlags, AdapterInfo, Error, Result, Status, ND_VERSION_2};
+use netdirect_spi::traits::{CompletionQueue, QueuePair, QueuePairConfig};
+use netdirect_spi::{AdapterInfo, Error, Result, Status};
 
 use crate::config::Config;
-use crate::connector::ShmConnector;
 use crate::cq::ShmCq;
 use crate::engine::Engine;
-use crate::listener::ShmListener;
 use crate::qp::ShmQp;
 use crate::Shm;
 
@@ -36,34 +32,17 @@ pub(crate) type Shared = adapter::Shared<Engine, Config>;
 /// honours them, so that applications see one set of numbers; what it does not do yet says so.
 pub(crate) fn adapter_info() -> AdapterInfo {
     AdapterInfo {
-        info_version: ND_VERSION_2,
-        vendor_id: 0,
-        device_id: 0,
         adapter_id: ADAPTER_ID,
-        max_registration_size: 1 << 40,
-        max_window_size: 1 << 40,
-        max_initiator_sge: 32,
-        max_receive_sge: 32,
-        max_read_sge: 32,
-        max_transfer_length: 1 << 30,
-        max_inline_data_size: 1024,
         // Read limits are negotiated and reported exactly as tcp does; the target refuses a
         // Read beyond its IRD, the initiator holds one beyond its ORD (RFC 5040 §5.4).
         max_inbound_read_limit: 128,
         max_outbound_read_limit: 128,
-        max_receive_queue_depth: 16384,
         max_initiator_queue_depth: crate::qp::MAX_ANSWERS_OWED as u32,
-        // As deep as a queue pair's own receive queue (a software queue), as tcp.
-        max_shared_receive_queue_depth: 16384,
-        max_completion_queue_depth: 65536,
         // A message of at most 48 bytes travels inside its ring cell.
         inline_request_threshold: crate::ring::INLINE_MAX as u32,
-        large_request_threshold: 64 * 1024,
         max_caller_data: MAX_PRIVATE_DATA,
         max_callee_data: MAX_PRIVATE_DATA,
-        adapter_flags: AdapterFlags::IN_ORDER_DMA_SUPPORTED
-            | AdapterFlags::CQ_RESIZE_SUPPORTED
-            | AdapterFlags::LOOPBACK_CONNECTIONS_SUPPORTED,
+        ..adapter::software_limits()
     }
 }
 
@@ -74,33 +53,16 @@ pub(crate) type ShmAdapter = Adapter<Shm>;
 /// configuration from the environment. ND_INSUFFICIENT_RESOURCES when the engine cannot start.
 pub(crate) fn open() -> Result<Arc<ShmAdapter>> {
     let engine = Engine::new().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-    let mrs = mr::Table::new();
+    let shared = Shared::new(engine, adapter_info(), Config::from_env());
     // A small Send is copied out of memory the queue pair's cache vouches for without a
     // reference (`ShmQp::cached_readable`), under the queue pair's lock: a Deregister waits
     // for such copies by taking each connected queue pair's lock once.
-    let e = engine.clone();
-    mrs.set_copy_barrier(move || e.fence_queue_pairs());
-    Ok(Adapter::new(Shared {
-        engine,
-        mrs,
-        info: adapter_info(),
-        config: Config::from_env(),
-    }))
+    let e = shared.engine.clone();
+    shared.mrs.set_copy_barrier(move || e.fence_queue_pairs());
+    Ok(Adapter::new(shared))
 }
 
 impl AdapterProvider for Shm {
-    fn info(state: &Shared) -> AdapterInfo {
-        state.info
-    }
-
-    fn fd(state: &Shared) -> BorrowedFd<'_> {
-        state.engine.fd()
-    }
-
-    fn progress(state: &Shared) {
-        state.engine.progress();
-    }
-
     fn create_completion_queue(
         depth: u32,
         max_depth: u32,
@@ -114,13 +76,5 @@ impl AdapterProvider for Shm {
         config: &QueuePairConfig,
     ) -> Result<Arc<dyn QueuePair>> {
         Ok(ShmQp::new(state, config)?)
-    }
-
-    fn create_connector(state: Arc<Shared>) -> Arc<dyn Connector> {
-        ShmConnector::new(state)
-    }
-
-    fn create_listener(state: Arc<Shared>) -> Arc<dyn Listener> {
-        ShmListener::new(state)
     }
 }

@@ -337,6 +337,13 @@ impl Engine {
     }
 }
 
+/// The engine as the kit's adapter uses it: its descriptor.
+impl netdirect_spi::kit::adapter::Engine for Engine {
+    fn fd(&self) -> BorrowedFd<'_> {
+        Self::fd(self)
+    }
+}
+
 impl Driver for Engine {
     fn progress(&self) {
         // An application's own drive (GetOverlappedResult, an event loop): the progress

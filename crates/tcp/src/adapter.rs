@@ -4,20 +4,16 @@
 //! ([`netdirect_spi::kit::mr::Region`], [`netdirect_spi::kit::mw::Window`],
 //! [`netdirect_spi::kit::srq::Srq`]) over the same state.
 
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use netdirect_spi::kit::adapter::{self, Adapter, AdapterProvider};
-use netdirect_spi::kit::mr;
 use netdirect_spi::kit::overlapped::Driver;
-use netdirect_spi::traits::{CompletionQueue, Connector, Listener, QueuePair, QueuePairConfig};
-use netdirect_spi::{AdapterFlags, AdapterInfo, Error, Result, Status, ND_VERSION_2};
+use netdirect_spi::traits::{CompletionQueue, QueuePair, QueuePairConfig};
+use netdirect_spi::{AdapterInfo, Error, Result, Status};
 
 use crate::config::Config;
-use crate::connector::TcpConnector;
 use crate::cq::TcpCq;
 use crate::engine::Engine;
-use crate::listener::TcpListener;
 use crate::qp::TcpQp;
 use crate::Tcp;
 
@@ -32,32 +28,13 @@ pub(crate) type Shared = adapter::Shared<Engine, Config>;
 /// pattern fits (`docs/ND-RULES.md` §8.4) and every value is one the provider really honours.
 pub(crate) fn adapter_info() -> AdapterInfo {
     AdapterInfo {
-        info_version: ND_VERSION_2,
-        vendor_id: 0,
-        device_id: 0,
         adapter_id: ADAPTER_ID,
-        max_registration_size: 1 << 40,
-        max_window_size: 1 << 40,
-        max_initiator_sge: 32,
-        max_receive_sge: 32,
-        max_read_sge: 32,
-        max_transfer_length: 1 << 30,
-        max_inline_data_size: 1024,
-        max_inbound_read_limit: 128,
-        max_outbound_read_limit: 128,
-        max_receive_queue_depth: 16384,
         max_initiator_queue_depth: 16384,
-        // As deep as a queue pair's own receive queue (a software queue: any depth works).
-        max_shared_receive_queue_depth: 16384,
-        max_completion_queue_depth: 65536,
         inline_request_threshold: 256,
-        large_request_threshold: 64 * 1024,
         // MPA v2 private data: 256 bytes in total for siw interop, 4 of them the IRD/ORD word.
         max_caller_data: 252,
         max_callee_data: 252,
-        adapter_flags: AdapterFlags::IN_ORDER_DMA_SUPPORTED
-            | AdapterFlags::CQ_RESIZE_SUPPORTED
-            | AdapterFlags::LOOPBACK_CONNECTIONS_SUPPORTED,
+        ..adapter::software_limits()
     }
 }
 
@@ -68,27 +45,14 @@ pub(crate) type TcpAdapter = Adapter<Tcp>;
 /// configuration from the environment. ND_INSUFFICIENT_RESOURCES when the engine cannot start.
 pub(crate) fn open() -> Result<Arc<TcpAdapter>> {
     let engine = Engine::new().map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-    Ok(Adapter::new(Shared {
+    Ok(Adapter::new(Shared::new(
         engine,
-        mrs: mr::Table::new(),
-        info: adapter_info(),
-        config: Config::from_env(),
-    }))
+        adapter_info(),
+        Config::from_env(),
+    )))
 }
 
 impl AdapterProvider for Tcp {
-    fn info(state: &Shared) -> AdapterInfo {
-        state.info
-    }
-
-    fn fd(state: &Shared) -> BorrowedFd<'_> {
-        state.engine.fd()
-    }
-
-    fn progress(state: &Shared) {
-        state.engine.progress();
-    }
-
     fn create_completion_queue(
         depth: u32,
         max_depth: u32,
@@ -102,13 +66,5 @@ impl AdapterProvider for Tcp {
         config: &QueuePairConfig,
     ) -> Result<Arc<dyn QueuePair>> {
         Ok(TcpQp::new(state, config)?)
-    }
-
-    fn create_connector(state: Arc<Shared>) -> Arc<dyn Connector> {
-        TcpConnector::new(state)
-    }
-
-    fn create_listener(state: Arc<Shared>) -> Arc<dyn Listener> {
-        TcpListener::new(state)
     }
 }

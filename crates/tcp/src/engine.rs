@@ -486,6 +486,13 @@ impl Engine {
 /// stack; a larger set is allocated per sleep.
 const STACK_FDS: usize = 16;
 
+/// The engine as the kit's adapter uses it: its descriptor.
+impl netdirect_spi::kit::adapter::Engine for Engine {
+    fn fd(&self) -> BorrowedFd<'_> {
+        Self::fd(self)
+    }
+}
+
 impl Driver for Engine {
     fn progress(&self) {
         // An application's own drive (GetOverlappedResult, an event loop): the progress

@@ -11,6 +11,9 @@ pub mod port;
 pub mod thread;
 pub mod wait;
 
+#[cfg(test)]
+mod tests;
+
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::Arc;

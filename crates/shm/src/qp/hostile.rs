@@ -4,6 +4,7 @@
 use super::*;
 use crate::forge::{connect, connect_with, expose, next, Forger, EXPOSED};
 use crate::ring::{flag, kind, Desc, RingMem};
+use netdirect_spi::Sge;
 use std::sync::atomic::Ordering;
 
 /// A small deterministic generator (no dependency needed).

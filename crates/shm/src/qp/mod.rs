@@ -37,7 +37,6 @@
 //! (`Engine::fd`), as does a record that arrived while nothing was armed: the event loop's
 //! progress pass then sends them.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
@@ -47,8 +46,8 @@ use netdirect_spi::kit::mr::{LocalCache, Registration};
 use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, PendingRequests};
 use netdirect_spi::kit::wrq::{RecvWr, WrQueue};
-use netdirect_spi::traits::{self, MemoryRegion, MemoryWindow, QueuePairConfig};
-use netdirect_spi::{Error, NdResult, OpFlags, RequestType, Result, Sge, Status};
+use netdirect_spi::traits::{self, QueuePairConfig};
+use netdirect_spi::{Error, NdResult, OpFlags, RequestType, Result, Status};
 
 use crate::adapter::Shared;
 use crate::bias::{BiasedGuard, BiasedMutex};
@@ -555,82 +554,6 @@ fn remote_desc(remote_address: u64, remote_token: u32) -> Desc {
     Desc {
         token: u32::from_be(remote_token),
         addr: remote_address,
-    }
-}
-
-impl traits::QueuePair for ShmQp {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn flush(&self) -> Result<()> {
-        let mut g = self.lock();
-        if g.conn == Conn::Idle {
-            self.flush_all(&mut g);
-        } else {
-            // As Disconnect (and tcp's Flush, which sends what it owes before its FIN): the
-            // peer's Writes we placed complete successfully, so their held ACKs go first.
-            self.push_held_acks(&mut g);
-            self.close(&mut g, Status::CANCELED);
-        }
-        Ok(())
-    }
-
-    unsafe fn send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.post_send(context, sge, flags) }
-    }
-
-    unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.post_receive(context, sge) }
-    }
-
-    fn bind(
-        &self,
-        context: u64,
-        region: &Arc<dyn MemoryRegion>,
-        window: &Arc<dyn MemoryWindow>,
-        buffer: *const u8,
-        len: usize,
-        flags: OpFlags,
-    ) -> Result<()> {
-        self.post_bind(context, region, window, buffer, len, flags)
-    }
-
-    fn invalidate(
-        &self,
-        context: u64,
-        window: &Arc<dyn MemoryWindow>,
-        flags: OpFlags,
-    ) -> Result<()> {
-        self.post_invalidate(context, window, flags)
-    }
-
-    unsafe fn read(
-        &self,
-        context: u64,
-        sge: &[Sge],
-        remote_address: u64,
-        remote_token: u32,
-        flags: OpFlags,
-    ) -> Result<()> {
-        let d = remote_desc(remote_address, remote_token);
-        // SAFETY: forwarded contract.
-        unsafe { self.post_rdma(context, sge, flags, Op::Read(d)) }
-    }
-
-    unsafe fn write(
-        &self,
-        context: u64,
-        sge: &[Sge],
-        remote_address: u64,
-        remote_token: u32,
-        flags: OpFlags,
-    ) -> Result<()> {
-        let d = remote_desc(remote_address, remote_token);
-        // SAFETY: forwarded contract.
-        unsafe { self.post_rdma(context, sge, flags, Op::Write(d)) }
     }
 }
 

@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use netdirect_spi::kit::mr::Access;
 use netdirect_spi::kit::mw;
+use netdirect_spi::kit::qp::{self, Posts, Request};
 use netdirect_spi::kit::wrq::total_len;
 use netdirect_spi::traits::{MemoryRegion, MemoryWindow};
 use netdirect_spi::{fail, Error, OpFlags, Result, Sge, Status};
 
-use super::{Answer, Conn, Inner, Op, RecvWr, SendWr, ShmQp, MAX_INLINE_SGE, WRITE_INLINE_MAX};
+use super::{
+    remote_desc, Answer, Conn, Inner, Op, RecvWr, SendWr, ShmQp, MAX_INLINE_SGE, WRITE_INLINE_MAX,
+};
 use crate::bias::BiasedGuard;
 use crate::mem::{self, InlineSges, Owned, Prefixed};
 use crate::ring::{flag, kind, Desc, Violation, INLINE_MAX};
@@ -30,43 +33,6 @@ impl ShmQp {
                 Access::LocalRead,
             )
         })
-    }
-
-    /// `Receive`.
-    ///
-    /// # Safety
-    /// See [`traits::QueuePair::receive`](netdirect_spi::traits::QueuePair::receive).
-    pub(super) unsafe fn post_receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
-        if self.srq.is_some() {
-            // Its Receives are posted to the shared receive queue (as tcp).
-            return fail(Status::INVALID_DEVICE_REQUEST);
-        }
-        let mut g = self.lock();
-        let total = g.rq.check_receive(sge, self.max_transfer)?;
-        if g.conn == Conn::Closed {
-            drop(g);
-            self.complete_recv(context, Status::CANCELED, 0, false);
-            return Ok(());
-        }
-        // Checked straight into the queue's slots (no copy through scratch).
-        let Inner { rq, cache, .. } = &mut *g;
-        let wr = RecvWr { context, total };
-        let queued = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
-        if queued.is_err() {
-            self.refuse_receive(&mut g, context);
-            return Ok(());
-        }
-        // A message may be waiting for this buffer.
-        if let Some(link) = &g.link {
-            if link.rx_stalled.load(Ordering::Acquire) {
-                link.rx_stalled.store(false, Ordering::Release);
-                // The whole drive: what the held records owe (an ACK, a Read response, a
-                // GRANT) goes out now too; no poll would find it (`Link::has_work` sees the
-                // ring, not owed answers).
-                self.progress_locked(&mut g);
-            }
-        }
-        Ok(())
     }
 
     /// A Receive whose memory failed its check completes ND_ACCESS_VIOLATION, after the
@@ -391,11 +357,93 @@ impl ShmQp {
         link.wake_peer();
         Some(true)
     }
+}
+
+impl Posts for ShmQp {
+    fn flush(&self) -> Result<()> {
+        let mut g = self.lock();
+        if g.conn == Conn::Idle {
+            self.flush_all(&mut g);
+        } else {
+            // As Disconnect (and tcp's Flush, which sends what it owes before its FIN): the
+            // peer's Writes we placed complete successfully, so their held ACKs go first.
+            self.push_held_acks(&mut g);
+            self.close(&mut g, Status::CANCELED);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    unsafe fn post(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        flags: OpFlags,
+        request: Request,
+    ) -> Result<()> {
+        match request {
+            // SAFETY: forwarded contract.
+            Request::Send => unsafe { self.post_send(context, sge, flags) },
+            Request::Read {
+                remote_address,
+                remote_token,
+            } => {
+                let d = remote_desc(remote_address, remote_token);
+                // SAFETY: forwarded contract.
+                unsafe { self.post_rdma(context, sge, flags, Op::Read(d)) }
+            }
+            Request::Write {
+                remote_address,
+                remote_token,
+            } => {
+                let d = remote_desc(remote_address, remote_token);
+                // SAFETY: forwarded contract.
+                unsafe { self.post_rdma(context, sge, flags, Op::Write(d)) }
+            }
+        }
+    }
+
+    /// `Receive`.
+    ///
+    /// # Safety
+    /// See [`traits::QueuePair::receive`](netdirect_spi::traits::QueuePair::receive).
+    unsafe fn post_receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
+        if self.srq.is_some() {
+            // Its Receives are posted to the shared receive queue (as tcp).
+            return fail(Status::INVALID_DEVICE_REQUEST);
+        }
+        let mut g = self.lock();
+        let total = g.rq.check_receive(sge, self.max_transfer)?;
+        if g.conn == Conn::Closed {
+            drop(g);
+            self.complete_recv(context, Status::CANCELED, 0, false);
+            return Ok(());
+        }
+        // Checked straight into the queue's slots (no copy through scratch).
+        let Inner { rq, cache, .. } = &mut *g;
+        let wr = RecvWr { context, total };
+        let queued = rq.push_checked(wr, sge, Access::LocalWrite, cache, &self.shared.mrs);
+        if queued.is_err() {
+            self.refuse_receive(&mut g, context);
+            return Ok(());
+        }
+        // A message may be waiting for this buffer.
+        if let Some(link) = &g.link {
+            if link.rx_stalled.load(Ordering::Acquire) {
+                link.rx_stalled.store(false, Ordering::Release);
+                // The whole drive: what the held records owe (an ACK, a Read response, a
+                // GRANT) goes out now too; no poll would find it (`Link::has_work` sees the
+                // ring, not owed answers).
+                self.progress_locked(&mut g);
+            }
+        }
+        Ok(())
+    }
 
     /// `Bind`: the window is bound (and its token valid) when this returns; the completion
     /// follows in order on the initiator CQ. The checks and statuses are tcp's (R-MW-1,
     /// IND2QueuePair::Bind).
-    pub(super) fn post_bind(
+    fn post_bind(
         &self,
         context: u64,
         region: &Arc<dyn MemoryRegion>,
@@ -407,12 +455,7 @@ impl ShmQp {
         // The order of the checks is the kit's (`kit::mw` module docs).
         let (region, window) = mw::bind_objects(&self.shared, region, window, flags)?;
         let mut g = self.lock();
-        if g.conn == Conn::Idle {
-            return fail(Status::CONNECTION_INVALID);
-        }
-        if g.sq.is_full() {
-            return fail(Status::NO_MORE_ENTRIES);
-        }
+        qp::check_window_post(g.conn == Conn::Idle, g.sq.is_full())?;
         let ended = g.conn == Conn::Closed;
         let wr = SendWr::new(context, flags, 0, Op::Bind);
         if !window.bind_through(region, buffer, len, flags, self.id, ended, &mut g.windows)? {
@@ -428,7 +471,7 @@ impl ShmQp {
     /// `Invalidate`: the window stops working when this returns; the completion follows in
     /// order (`ND_INVALID_DEVICE_REQUEST`, ending the connection, for a window not bound
     /// through this queue pair, docs/ND-RULES.md §2.9).
-    pub(super) fn post_invalidate(
+    fn post_invalidate(
         &self,
         context: u64,
         window: &Arc<dyn MemoryWindow>,
@@ -436,12 +479,7 @@ impl ShmQp {
     ) -> Result<()> {
         let window = mw::invalidate_object(&self.shared, window, flags)?;
         let mut g = self.lock();
-        if g.conn == Conn::Idle {
-            return fail(Status::CONNECTION_INVALID);
-        }
-        if g.sq.is_full() {
-            return fail(Status::NO_MORE_ENTRIES);
-        }
+        qp::check_window_post(g.conn == Conn::Idle, g.sq.is_full())?;
         let mut wr = SendWr::new(context, flags, 0, Op::Invalidate);
         if g.conn == Conn::Closed {
             drop(g);

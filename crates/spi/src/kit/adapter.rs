@@ -8,6 +8,8 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 
 use crate::kit::addresses::local_addresses;
+use crate::kit::connector::{Connector as KitConnector, ConnectorProvider};
+use crate::kit::listener::{Listener as KitListener, ListenerProvider};
 use crate::kit::mr::{Region, Table};
 use crate::kit::mw::Window;
 use crate::kit::overlapped::Driver;
@@ -17,7 +19,7 @@ use crate::traits::{
     self, CompletionQueue, Connector, Listener, MemoryRegion, MemoryWindow, QueuePair,
     QueuePairConfig, SharedReceiveQueue,
 };
-use crate::{AdapterInfo, Result};
+use crate::{AdapterFlags, AdapterInfo, Result, ND_VERSION_2};
 
 /// The state every object of one software adapter shares, as the kit's objects ([`Region`],
 /// [`Window`], [`Srq`], [`Adapter`]) use it. Objects of one adapter hold the same `Arc` of it,
@@ -65,6 +67,87 @@ impl<E: fmt::Debug, C: fmt::Debug> fmt::Debug for Shared<E, C> {
     }
 }
 
+impl<E, C> Shared<E, C> {
+    /// The state of an adapter that opened `engine`: an empty registration table, the limits
+    /// `info` and the configuration `config`.
+    pub fn new(engine: Arc<E>, info: AdapterInfo, config: C) -> Self {
+        Self {
+            engine,
+            mrs: Table::new(),
+            info,
+            config,
+        }
+    }
+}
+
+/// The limits the software providers share (`IND2Adapter::Query`), so that an application sees
+/// one set of numbers whichever of them it opens: software limits, each one a value the
+/// providers really honour. A provider sets, by struct update, what its transport decides:
+/// `adapter_id`, `max_initiator_queue_depth`, `inline_request_threshold`, `max_caller_data`
+/// and `max_callee_data`, which are zero here.
+pub fn software_limits() -> AdapterInfo {
+    AdapterInfo {
+        info_version: ND_VERSION_2,
+        vendor_id: 0,
+        device_id: 0,
+        adapter_id: 0,
+        max_registration_size: 1 << 40,
+        max_window_size: 1 << 40,
+        max_initiator_sge: 32,
+        max_receive_sge: 32,
+        max_read_sge: 32,
+        max_transfer_length: 1 << 30,
+        max_inline_data_size: 1024,
+        max_inbound_read_limit: 128,
+        max_outbound_read_limit: 128,
+        max_receive_queue_depth: 16384,
+        max_initiator_queue_depth: 0,
+        // As deep as a queue pair's own receive queue (a software queue: any depth works).
+        max_shared_receive_queue_depth: 16384,
+        max_completion_queue_depth: 65536,
+        inline_request_threshold: 0,
+        large_request_threshold: 64 * 1024,
+        max_caller_data: 0,
+        max_callee_data: 0,
+        adapter_flags: AdapterFlags::IN_ORDER_DMA_SUPPORTED
+            | AdapterFlags::CQ_RESIZE_SUPPORTED
+            | AdapterFlags::LOOPBACK_CONNECTIONS_SUPPORTED,
+    }
+}
+
+/// A software provider's engine, as the kit's [`Adapter`] uses it: the [`Driver`] that
+/// completes the adapter's requests and advances its work, and the descriptor that becomes
+/// readable when the adapter has work (`IND2Adapter` fd model).
+pub trait Engine: Driver + 'static {
+    /// The descriptor that becomes readable when the adapter has work.
+    fn fd(&self) -> BorrowedFd<'_>;
+}
+
+/// What the kit's [`Adapter`] reads of its state unless the provider says otherwise
+/// ([`AdapterProvider`]'s `info`, `fd` and `progress`): [`Shared`] over any [`Engine`].
+pub trait EngineState: AdapterState {
+    /// The adapter's limits (`IND2Adapter::Query`).
+    fn info(&self) -> AdapterInfo;
+    /// The engine's descriptor ([`Engine::fd`]).
+    fn fd(&self) -> BorrowedFd<'_>;
+    /// Advance the adapter's pending work on the calling thread ([`Driver::progress`]).
+    fn progress(&self);
+}
+
+impl<E: Engine, C: Send + Sync + 'static> EngineState for Shared<E, C> {
+    fn info(&self) -> AdapterInfo {
+        self.info
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.engine.fd()
+    }
+
+    fn progress(&self) {
+        self.engine.progress();
+    }
+}
+
 /// How the kit's regions, windows and shared receive queues see the adapter.
 impl<E: Driver + 'static, C: Send + Sync + 'static> AdapterState for Shared<E, C> {
     fn registrations(&self) -> &Table {
@@ -88,16 +171,51 @@ impl<E: Driver + 'static, C: Send + Sync + 'static> AdapterState for Shared<E, C
     }
 }
 
+/// The kit's own connector and listener ([`KitConnector`], [`KitListener`]) as the objects an
+/// adapter creates, for every provider that plugs into both over its adapter state: the
+/// defaults of [`AdapterProvider::create_connector`] and [`AdapterProvider::create_listener`].
+pub trait Connections: SrqProvider {
+    /// A connector, idle.
+    fn kit_connector(state: Arc<Self::Adapter>) -> Arc<dyn Connector>;
+    /// A listener, unbound.
+    fn kit_listener(state: Arc<Self::Adapter>) -> Arc<dyn Listener>;
+}
+
+impl<P> Connections for P
+where
+    P: SrqProvider
+        + ConnectorProvider<Adapter = <P as SrqProvider>::Adapter>
+        + ListenerProvider<Adapter = <P as SrqProvider>::Adapter>,
+    KitConnector<P>: Send + Sync,
+    KitListener<P>: Send + Sync,
+{
+    fn kit_connector(state: Arc<<P as SrqProvider>::Adapter>) -> Arc<dyn Connector> {
+        KitConnector::<P>::new(state)
+    }
+
+    fn kit_listener(state: Arc<<P as SrqProvider>::Adapter>) -> Arc<dyn Listener> {
+        KitListener::<P>::new(state)
+    }
+}
+
 /// What a software provider plugs into the kit's [`Adapter`]: the constructors of the objects
 /// that depend on its transport, and its engine's descriptor and progress. Regions, windows and
 /// shared receive queues are the kit's own, over the provider's [`SrqProvider::Adapter`] state.
-pub trait AdapterProvider: SrqProvider {
+/// The limits, the descriptor and the progress come from that state ([`EngineState`]) unless
+/// the provider overrides them.
+pub trait AdapterProvider: SrqProvider<Adapter: EngineState> + Connections {
     /// The adapter's limits (`IND2Adapter::Query`, `docs/ND-RULES.md` §2.1).
-    fn info(state: &Self::Adapter) -> AdapterInfo;
+    fn info(state: &Self::Adapter) -> AdapterInfo {
+        state.info()
+    }
     /// The descriptor that becomes readable when the adapter has work (`IND2Adapter` fd model).
-    fn fd(state: &Self::Adapter) -> BorrowedFd<'_>;
+    fn fd(state: &Self::Adapter) -> BorrowedFd<'_> {
+        state.fd()
+    }
     /// Advance the adapter's pending work on the calling thread.
-    fn progress(state: &Self::Adapter);
+    fn progress(state: &Self::Adapter) {
+        state.progress();
+    }
     /// A completion queue of `depth` entries whose requests `driver` completes, on an adapter
     /// whose `MaxCompletionQueueDepth` is `max_depth` (which `Resize` may not exceed:
     /// [`crate::kit::cq::CqCore::with_max_depth`]).
@@ -115,9 +233,13 @@ pub trait AdapterProvider: SrqProvider {
         config: &QueuePairConfig,
     ) -> Result<Arc<dyn QueuePair>>;
     /// A connector, idle.
-    fn create_connector(state: Arc<Self::Adapter>) -> Arc<dyn Connector>;
+    fn create_connector(state: Arc<Self::Adapter>) -> Arc<dyn Connector> {
+        Self::kit_connector(state)
+    }
     /// A listener, unbound.
-    fn create_listener(state: Arc<Self::Adapter>) -> Arc<dyn Listener>;
+    fn create_listener(state: Arc<Self::Adapter>) -> Arc<dyn Listener> {
+        Self::kit_listener(state)
+    }
 }
 
 /// A software provider's `IND2Adapter`: one per open, serving every local address. Every

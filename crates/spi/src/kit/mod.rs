@@ -19,6 +19,7 @@ pub mod negotiate;
 pub mod overlapped;
 pub mod ports;
 pub mod progress;
+pub mod qp;
 pub mod shared_mem;
 pub mod srq;
 pub mod timers;

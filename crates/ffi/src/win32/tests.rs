@@ -4,8 +4,8 @@
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
-use netdirect::abi::{OVERLAPPED, TRUE};
-use netdirect::win32::*;
+use super::*;
+use crate::abi::{OVERLAPPED, TRUE};
 
 fn ov() -> OVERLAPPED {
     OVERLAPPED {
@@ -132,7 +132,7 @@ fn the_last_error_is_per_thread() {
 
 #[test]
 fn closing_a_port_ends_the_waits_on_it() {
-    let port = std::sync::Arc::new(port::Port::default());
+    let port = Arc::new(port::Port::default());
     let p = port.clone();
     let waiter = std::thread::spawn(move || p.dequeue(1, None));
     // Whether the waiter is asleep yet or not, the close ends its wait: closing is sticky.
