@@ -35,6 +35,8 @@
 #include <cwchar> /* its `using ::wprintf` must see the real function */
 #endif
 
+NDW_QUIET_BEGIN
+
 /* Largest formatted result, in wide characters, before giving up. */
 #define NDW_WPRINTF_MAX_CHARS (1u << 22)
 
@@ -312,5 +314,7 @@ using ::nd_compat_vwprintf;
 using ::nd_compat_wprintf;
 } // namespace std
 #endif
+
+NDW_QUIET_END
 
 #endif /* NDW_WPRINTF_H */

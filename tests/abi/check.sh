@@ -90,7 +90,10 @@ done
 # With only -I include, ndspi.h must not bring the Windows program macros.
 cat >"$OUT/nomacro.cpp" <<'SRC'
 #include <ndsupport.h>
-#if defined(min) || defined(max) || defined(wprintf) || defined(_tmain) || defined(UNICODE)
+#if defined(min) || defined(max) || defined(wprintf) || defined(_tmain) || defined(UNICODE) || \
+    defined(interface) || defined(VOID) || defined(CALLBACK) || defined(WINAPI) || \
+    defined(__declspec) || defined(IN) || defined(OUT) || defined(CONTAINING_RECORD) || \
+    defined(__in) || defined(__out) || defined(Sleep) || defined(CreateEvent)
 #error "ndspi.h leaked a Windows program macro"
 #endif
 #include <algorithm>
@@ -99,7 +102,7 @@ cat >"$OUT/nomacro.cpp" <<'SRC'
 #include <string>
 int main() { return std::min(0, 1); }
 SRC
-step "ndsupport.h with -I include only leaks no min/max/wprintf/_tmain" \
+step "ndsupport.h with -I include only leaks no Windows program macros" \
     $CXX -std=c++17 $W $ND "$OUT/nomacro.cpp" -o "$OUT/nomacro"
 
 # 2. everything together ---------------------------------------------------------
@@ -114,6 +117,17 @@ for order in 1 2; do
     done
 done
 step "compile_all.c runs" "$OUT/ca"
+# Stricter warnings than the programs need, so the headers stay quiet in
+# projects that enable them.
+STRICT_C="-Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wredundant-decls"
+STRICT_CXX="-Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wredundant-decls -Wnon-virtual-dtor -Wold-style-cast -Wuseless-cast -Wzero-as-null-pointer-constant -Woverloaded-virtual -Wsuggest-override"
+step "compile_all.c with $STRICT_C" $CC -std=c11 $W $STRICT_C $ALL -c "$T/compile_all.c" -o "$OUT/ca.o"
+printf '#include <ntstatus.h>\n#define WIN32_NO_STATUS\n#include <windows.h>\n#include <ws2tcpip.h>\n#include <tchar.h>\n#include <process.h>\n#include <ndsupport.h>\n#include <map>\n#include <functional>\n' >"$OUT/strict.cpp"
+step "all headers with $STRICT_CXX" $CXX -std=c++17 $W $STRICT_CXX $ALL -c "$OUT/strict.cpp" -o "$OUT/strict.o"
+step "all headers with -O2 -D_FORTIFY_SOURCE=2 (C++)" \
+    $CXX -std=c++17 -O2 -D_FORTIFY_SOURCE=2 $W $ALL -x c++ "$T/compile_all.c" -o "$OUT/ca"
+step "all headers with -O2 -D_FORTIFY_SOURCE=2 (C)" \
+    $CC -std=c11 -O2 -D_FORTIFY_SOURCE=2 $W $ALL "$T/compile_all.c" -o "$OUT/ca"
 
 # The stand-in for libnetdirect's exports.
 step "ndw_stub.c" $CC -std=c11 $W $ALL -c "$T/ndw_stub.c" -o "$OUT/stub.o"
