@@ -150,11 +150,16 @@ NDW_QUIET_END
     _Pragma("GCC diagnostic ignored \"-Wnon-virtual-dtor\"") \
     _Pragma("GCC diagnostic ignored \"-Wsuggest-override\"")
 #define NDW_INTERFACES_END _Pragma("GCC diagnostic pop")
-#elif defined(__cplusplus)
+#elif defined(__cplusplus) && defined(__clang__)
 #define NDW_INTERFACES_BEGIN \
-    _Pragma("GCC diagnostic push") \
-    _Pragma("GCC diagnostic ignored \"-Wnon-virtual-dtor\"")
-#define NDW_INTERFACES_END _Pragma("GCC diagnostic pop")
+    _Pragma("clang diagnostic push") \
+    _Pragma("clang diagnostic ignored \"-Wunknown-warning-option\"") \
+    _Pragma("clang diagnostic ignored \"-Wnon-virtual-dtor\"") \
+    _Pragma("clang diagnostic ignored \"-Wsuggest-override\"")
+#define NDW_INTERFACES_END _Pragma("clang diagnostic pop")
+#elif defined(__cplusplus)
+#define NDW_INTERFACES_BEGIN
+#define NDW_INTERFACES_END
 #else
 #define NDW_INTERFACES_BEGIN
 #define NDW_INTERFACES_END

@@ -1,6 +1,7 @@
 /*
- * ndw_types.h - Windows base types, calling-convention macros, HRESULT
- * basics, OVERLAPPED and the socket-address containers, for Linux (LP64).
+ * ndw_types.h - Windows base types, the COM calling-convention macros,
+ * HRESULT basics, OVERLAPPED and the socket-address containers, for Linux
+ * (LP64).
  *
  * Internal header of netdirect's Win32 compatibility layer.  It is included
  * by <ndspi.h> (so the ND headers work with only `-I include`) and by the
@@ -8,9 +9,11 @@
  * ...).  It holds only what the ND declarations need; the macros that only
  * Windows programs use (WINAPI, VOID, CONTAINING_RECORD, ...) are in
  * ndw_windef.h, so that they do not leak into Linux programs that include
- * just <ndspi.h>.  Every type here has the width it has on 64-bit Windows, following
- * Microsoft's "Windows Data Types" documentation, because the ND structures
- * and vtables are laid out with those widths.  See docs/PORTING.md.
+ * just <ndspi.h>.
+ *
+ * Every type has the width it has on 64-bit Windows, following Microsoft's
+ * "Windows Data Types" documentation, because the ND structures and vtables
+ * are laid out with those widths.  See docs/PORTING.md.
  *
  * LP64 traps handled here:
  *  - Windows `long` is 32 bits, Linux `long` is 64: LONG/ULONG/DWORD are
@@ -93,6 +96,7 @@
 #elif defined(__cplusplus) && defined(__clang__)
 #define NDW_QUIET_BEGIN \
     _Pragma("clang diagnostic push") \
+    _Pragma("clang diagnostic ignored \"-Wunknown-warning-option\"") \
     _Pragma("clang diagnostic ignored \"-Wold-style-cast\"") \
     _Pragma("clang diagnostic ignored \"-Wzero-as-null-pointer-constant\"")
 #define NDW_QUIET_END _Pragma("clang diagnostic pop")

@@ -294,6 +294,15 @@ inline int nd_compat_swprintf(wchar_t (&buffer)[N], const wchar_t *format, ...)
 }
 #endif
 
+/*
+ * With _FORTIFY_SOURCE and a compiler without __builtin_va_arg_pack
+ * (clang), glibc itself defines some of these names as macros: replace them.
+ */
+#undef wprintf
+#undef fwprintf
+#undef vwprintf
+#undef vfwprintf
+#undef swprintf
 #define wprintf nd_compat_wprintf
 #define fwprintf nd_compat_fwprintf
 #define vwprintf nd_compat_vwprintf

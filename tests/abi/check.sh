@@ -2,7 +2,8 @@
 # tests/abi/check.sh - compiles and runs the C ABI header tests with gcc and
 # g++.  Needs no netdirect library: ndw_stub.c stands in for its exports.
 #
-#   tests/abi/check.sh            (from anywhere; CC/CXX override gcc/g++)
+#   tests/abi/check.sh            (from anywhere; CC/CXX override gcc/g++,
+#                                  e.g. CC=clang-14 CXX=clang++-14)
 #
 # Covers:
 #  1. every public header on its own (C99, C11, C++11, C++17, -pedantic);
@@ -120,7 +121,11 @@ step "compile_all.c runs" "$OUT/ca"
 # Stricter warnings than the programs need, so the headers stay quiet in
 # projects that enable them.
 STRICT_C="-Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wredundant-decls"
-STRICT_CXX="-Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wredundant-decls -Wnon-virtual-dtor -Wold-style-cast -Wuseless-cast -Wzero-as-null-pointer-constant -Woverloaded-virtual -Wsuggest-override"
+STRICT_CXX="-Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wredundant-decls -Wnon-virtual-dtor -Wold-style-cast -Wzero-as-null-pointer-constant -Woverloaded-virtual -Wsuggest-override"
+echo 'int ndabi;' >"$OUT/probe.cpp"
+# -Wuseless-cast is GCC's only.
+$CXX -Werror -Wuseless-cast -c "$OUT/probe.cpp" -o "$OUT/probe.o" 2>/dev/null &&
+    STRICT_CXX="$STRICT_CXX -Wuseless-cast"
 step "compile_all.c with $STRICT_C" $CC -std=c11 $W $STRICT_C $ALL -c "$T/compile_all.c" -o "$OUT/ca.o"
 printf '#include <ntstatus.h>\n#define WIN32_NO_STATUS\n#include <windows.h>\n#include <ws2tcpip.h>\n#include <tchar.h>\n#include <process.h>\n#include <ndsupport.h>\n#include <map>\n#include <functional>\n' >"$OUT/strict.cpp"
 step "all headers with $STRICT_CXX" $CXX -std=c++17 $W $STRICT_CXX $ALL -c "$OUT/strict.cpp" -o "$OUT/strict.o"

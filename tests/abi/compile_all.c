@@ -83,8 +83,29 @@ int ndabi_minmax(void)
 #endif
 }
 
+#ifdef __cplusplus
+/* Unqualified min/max beside `using namespace std` (std::min wins for equal
+ * types, the global template serves mixed ones), std::wprintf and
+ * std::to_wstring after the wprintf macros. */
+namespace ndabi_std {
+using namespace std;
+static int mixed(void)
+{
+    long a = min(1, 2L);
+    int b = max(3, 4);
+    std::wstring w = std::to_wstring(42);
+    std::wprintf(L"%s", L"");
+    return (int)a + b + (int)w.size();
+}
+} // namespace ndabi_std
+#endif
+
 int main(void)
 {
+#ifdef __cplusplus
+    printf("compile_all: ok (%d, %d)\n", ndabi_minmax(), ndabi_std::mixed());
+#else
     printf("compile_all: ok (%d)\n", ndabi_minmax());
+#endif
     return 0;
 }
