@@ -517,6 +517,10 @@ public:
         m_Info.InfoVersion = ND_VERSION_2;
         cb = sizeof(m_Info);
         Require("IND2Adapter::Query", "exact buffer", m_pAdapter->Query(&m_Info, &cb), S_OK);
+        CheckTrue("IND2Adapter::Query", "InlineRequestThreshold <= MaxInlineDataSize",
+                  m_Info.InlineRequestThreshold <= m_Info.MaxInlineDataSize);
+        if (m_Info.InlineRequestThreshold > m_Info.MaxInlineDataSize)
+            m_Info.InlineRequestThreshold = m_Info.MaxInlineDataSize;
         CheckTrue("IND2Adapter::Query", "limits are usable",
                   m_Info.MaxCompletionQueueDepth >= x_Depth && m_Info.MaxReceiveQueueDepth >= x_Depth &&
                   m_Info.MaxInitiatorQueueDepth >= x_Depth && m_Info.MaxInitiatorSge >= 1 &&
@@ -792,7 +796,9 @@ public:
     {
         IND2QueuePair* pQp = NULL;
         Require("IND2Adapter::CreateQueuePair", "valid",
-                m_pAdapter->CreateQueuePair(IID_IND2QueuePair, pCq, pCq, ctx, x_Depth, x_Depth, 2, 2,
+                m_pAdapter->CreateQueuePair(IID_IND2QueuePair, pCq, pCq, ctx, x_Depth, x_Depth,
+                                            min(2u, m_Info.MaxReceiveSge),
+                                            min(2u, m_Info.MaxInitiatorSge),
                                             m_Info.InlineRequestThreshold,
                                             reinterpret_cast<void**>(&pQp)), S_OK);
         return pQp;

@@ -293,6 +293,9 @@ public:
         hr = m_pAdapter->Query(&m_Info, &cbInfo);
         if (FAILED(hr))
             Fail("IND2Adapter::Query", hr);
+        // Inline requests must also fit the QP's inline size.
+        if (m_Info.InlineRequestThreshold > m_Info.MaxInlineDataSize)
+            m_Info.InlineRequestThreshold = m_Info.MaxInlineDataSize;
         if ((m_Info.AdapterFlags & ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED) == 0)
             FailMsg("Adapter does not support in-order RDMA.");
 
@@ -483,7 +486,9 @@ public:
         ConnectData plan;
         ULONG cbPlan = sizeof(plan);
         hr = m_pConnector->GetPrivateData(&plan, &cbPlan);
-        if (FAILED(hr) || cbPlan < sizeof(plan))
+        // A transport may pad private data: ND_BUFFER_OVERFLOW with our
+        // bytes copied is fine.
+        if ((FAILED(hr) && hr != ND_BUFFER_OVERFLOW) || cbPlan < sizeof(plan))
             Fail("IND2Connector::GetPrivateData", hr);
         if (plan.magic != x_ConnectMagic || plan.maxSize == 0 || plan.maxSize > x_MaxXfer) {
             m_pConnector->Reject(NULL, 0);
