@@ -129,14 +129,23 @@ struct Ov : public OVERLAPPED
     }
 };
 
+// The IND2Overlapped methods are listed under the interface they were
+// called on.
+static const char* GorName(IND2CompletionQueue*) { return "IND2CompletionQueue::GetOverlappedResult"; }
+static const char* GorName(IND2SharedReceiveQueue*) { return "IND2SharedReceiveQueue::GetOverlappedResult"; }
+static const char* GorName(IND2MemoryRegion*) { return "IND2MemoryRegion::GetOverlappedResult"; }
+static const char* GorName(IND2Connector*) { return "IND2Connector::GetOverlappedResult"; }
+static const char* GorName(IND2Listener*) { return "IND2Listener::GetOverlappedResult"; }
+
 // Finishes an overlapped request: ND_SUCCESS is final (no completion is
 // delivered); ND_PENDING waits (bounded) for the event and then asks the
 // object for the final status, as IND2Overlapped::GetOverlappedResult
 // requires.
-static HRESULT Wait(IND2Overlapped* pObj, Ov& ov, HRESULT hr, const char* method)
+template <class T>
+static HRESULT Wait(T* pObj, Ov& ov, HRESULT hr, const char* method)
 {
     while (hr == ND_PENDING) {
-        Cover("IND2Overlapped::GetOverlappedResult");
+        Cover(GorName(pObj));
         if (WaitForSingleObject(ov.hEvent, x_TimeoutMs) != WAIT_OBJECT_0) {
             printf("FAIL  %s: no completion within %u ms\n", method, (unsigned)x_TimeoutMs);
             Abort(method);
@@ -599,14 +608,14 @@ public:
         HRESULT hr = m_pCqA->Notify(ND_CQ_NOTIFY_ANY, ov.Start());
         Check("IND2CompletionQueue::Notify", "ANY on an empty CQ", hr, ND_PENDING);
         if (hr == ND_PENDING) {
-            Check("IND2Overlapped::GetOverlappedResult", "CQ Notify still pending, wait FALSE",
+            Check("IND2CompletionQueue::GetOverlappedResult", "CQ Notify still pending, wait FALSE",
                   m_pCqA->GetOverlappedResult(&ov, FALSE), ND_PENDING);
-            Check("IND2Overlapped::CancelOverlappedRequests", "CQ with a pending Notify",
+            Check("IND2CompletionQueue::CancelOverlappedRequests", "CQ with a pending Notify",
                   m_pCqA->CancelOverlappedRequests(), S_OK);
-            Check("IND2Overlapped::GetOverlappedResult", "cancelled CQ Notify",
+            Check("IND2CompletionQueue::GetOverlappedResult", "cancelled CQ Notify",
                   Wait(m_pCqA, ov, ND_PENDING, "Notify"), ND_CANCELED);
         }
-        Check("IND2Overlapped::CancelOverlappedRequests", "CQ with nothing pending",
+        Check("IND2CompletionQueue::CancelOverlappedRequests", "CQ with nothing pending",
               m_pCqA->CancelOverlappedRequests(), S_OK);
 
         // Resize (growing) on an empty CQ.
@@ -680,7 +689,7 @@ public:
             Check("IND2MemoryRegion::Deregister", "scratch region",
                   Wait(pMr, ov, pMr->Deregister(ov.Start()), "Deregister"), S_OK);
         }
-        Check("IND2Overlapped::CancelOverlappedRequests", "MR with nothing pending",
+        Check("IND2MemoryRegion::CancelOverlappedRequests", "MR with nothing pending",
               pMr->CancelOverlappedRequests(), S_OK);
         ReleaseLast(pMr, "scratch IND2MemoryRegion", false);
     }
@@ -751,9 +760,9 @@ public:
         HRESULT hr = pSrq->Notify(ov.Start());
         Check("IND2SharedReceiveQueue::Notify", "2 Receives outstanding, threshold 1", hr, ND_PENDING);
         if (hr == ND_PENDING) {
-            Check("IND2Overlapped::CancelOverlappedRequests", "SRQ with a pending Notify",
+            Check("IND2SharedReceiveQueue::CancelOverlappedRequests", "SRQ with a pending Notify",
                   pSrq->CancelOverlappedRequests(), S_OK);
-            Check("IND2Overlapped::GetOverlappedResult", "cancelled SRQ Notify",
+            Check("IND2SharedReceiveQueue::GetOverlappedResult", "cancelled SRQ Notify",
                   Wait(pSrq, ov, ND_PENDING, "Notify"), ND_CANCELED);
         }
 
@@ -952,11 +961,11 @@ public:
         hr = m_pListener->GetConnectionRequest(pSpare, ov.Start());
         Check("IND2Listener::GetConnectionRequest", "no client", hr, ND_PENDING);
         if (hr == ND_PENDING) {
-            Check("IND2Overlapped::GetOverlappedResult", "listener request pending, wait FALSE",
+            Check("IND2Listener::GetOverlappedResult", "listener request pending, wait FALSE",
                   m_pListener->GetOverlappedResult(&ov, FALSE), ND_PENDING);
-            Check("IND2Overlapped::CancelOverlappedRequests", "listener with a pending request",
+            Check("IND2Listener::CancelOverlappedRequests", "listener with a pending request",
                   m_pListener->CancelOverlappedRequests(), S_OK);
-            Check("IND2Overlapped::GetOverlappedResult", "cancelled GetConnectionRequest",
+            Check("IND2Listener::GetOverlappedResult", "cancelled GetConnectionRequest",
                   Wait(m_pListener, ov, ND_PENDING,
                        "GetConnectionRequest"), ND_CANCELED);
         }
@@ -987,7 +996,7 @@ public:
         Check("IND2Connector::CompleteConnect", "not connecting",
               Wait(pConn, ov, pConn->CompleteConnect(ov.Start()), "CompleteConnect"),
               ND_CONNECTION_INVALID);
-        Check("IND2Overlapped::CancelOverlappedRequests", "connector with nothing pending",
+        Check("IND2Connector::CancelOverlappedRequests", "connector with nothing pending",
               pConn->CancelOverlappedRequests(), S_OK);
         ReleaseLast(pConn, "never-connected IND2Connector", true);
     }
@@ -1271,9 +1280,9 @@ public:
         HRESULT hr = m_pConnA->NotifyDisconnect(ovNotifyA.Start());
         Check("IND2Connector::NotifyDisconnect", "client, connected", hr, ND_PENDING);
         if (hr == ND_PENDING) {
-            Check("IND2Overlapped::CancelOverlappedRequests", "connector with a pending NotifyDisconnect",
+            Check("IND2Connector::CancelOverlappedRequests", "connector with a pending NotifyDisconnect",
                   m_pConnA->CancelOverlappedRequests(), S_OK);
-            Check("IND2Overlapped::GetOverlappedResult", "cancelled NotifyDisconnect",
+            Check("IND2Connector::GetOverlappedResult", "cancelled NotifyDisconnect",
                   Wait(m_pConnA, ovNotifyA, ND_PENDING,
                        "NotifyDisconnect"), ND_CANCELED);
         }
