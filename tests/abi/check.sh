@@ -19,7 +19,8 @@
 #     linked beside a strong definition
 #  6. runtime.c as C and C++: Interlocked*, WSAStringToAddress, InetPton,
 #     the MSVC wprintf formats, CRT helpers; stdout compared with
-#     runtime.expected (printf still works after wprintf)
+#     runtime.expected (printf still works after wprintf); wprintf_smoke.c,
+#     the examples' logging pattern, linked with no library at all
 #  7. _tmain: the weak main in C, C++ and mixed programs, several
 #     translation units, -O2 -flto, a program with its own main (same
 #     translation unit as <tchar.h>, and beside a _tmain), the ANSI mode
@@ -120,8 +121,8 @@ done
 step "compile_all.c runs" "$OUT/ca"
 # Stricter warnings than the programs need, so the headers stay quiet in
 # projects that enable them.
-STRICT_C="-Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wredundant-decls"
-STRICT_CXX="-Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wredundant-decls -Wnon-virtual-dtor -Wold-style-cast -Wzero-as-null-pointer-constant -Woverloaded-virtual -Wsuggest-override"
+STRICT_C="-Wformat=2 -Wformat-nonliteral -Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wredundant-decls"
+STRICT_CXX="-Wformat=2 -Wformat-nonliteral -Wshadow -Wundef -Wcast-qual -Wpointer-arith -Wredundant-decls -Wnon-virtual-dtor -Wold-style-cast -Wzero-as-null-pointer-constant -Woverloaded-virtual -Wsuggest-override"
 echo 'int ndabi;' >"$OUT/probe.cpp"
 # -Wuseless-cast is GCC's only.
 $CXX -Werror -Wuseless-cast -c "$OUT/probe.cpp" -o "$OUT/probe.o" 2>/dev/null &&
@@ -187,6 +188,18 @@ done
 step "runtime.c as C++, -O2" \
     $CXX -std=c++17 -O2 $W $ALL -x c++ "$T/runtime.c" -x none "$OUT/stub.o" -o "$OUT/rt"
 step "runtime.c as C++ runs, -O2" run_runtime "$OUT/rt"
+
+smoke_out() {
+    out=$("$1" ndping.exe) || return 1
+    [ "$out" = "Beginning test: ndping.exe
+printf still works: 42
+End of test: ndping.exe (4194304 bytes)" ] || { echo "unexpected output:"; echo "$out"; return 1; }
+}
+step "wprintf_smoke.c as C, no library" $CC -std=c11 $W $ALL "$T/wprintf_smoke.c" -o "$OUT/smoke"
+step "wprintf_smoke (C) prints %s wide, then printf" smoke_out "$OUT/smoke"
+step "wprintf_smoke.c as C++, no library" \
+    $CXX -std=c++17 $W $ALL -x c++ "$T/wprintf_smoke.c" -o "$OUT/smoke"
+step "wprintf_smoke (C++) prints %s wide, then printf" smoke_out "$OUT/smoke"
 
 # 7. _tmain -----------------------------------------------------------------------------
 UTF8=C.UTF-8
