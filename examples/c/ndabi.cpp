@@ -96,11 +96,13 @@ static void Summary()
     fflush(stdout);
 }
 
-// A step the rest depends on failed: report and stop.
-static void Abort(const char* why)
+// A step the rest depends on failed: report and stop.  `counted` says
+// whether the failure was already counted by a FAIL line.
+static void Abort(const char* why, bool counted = false)
 {
     printf("ABORT %s\n", why);
-    g_Failed++;
+    if (!counted)
+        g_Failed++;
     Summary();
     exit(1);
 }
@@ -108,7 +110,7 @@ static void Abort(const char* why)
 static void Require(const char* method, const char* what, HRESULT got, HRESULT expected)
 {
     if (!Check(method, what, got, expected))
-        Abort(method);
+        Abort(method, true);
 }
 
 // An OVERLAPPED with its own manual-reset event.
