@@ -603,6 +603,10 @@ public:
         // than ND_NOT_SUPPORTED: expect S_OK.
         Check("IND2CompletionQueue::GetNotifyAffinity", "group and affinity",
               m_pCqA->GetNotifyAffinity(&group, &affinity), S_OK);
+        Check("IND2CompletionQueue::GetNotifyAffinity", "NULL pGroup",
+              m_pCqA->GetNotifyAffinity(NULL, &affinity), ND_INVALID_PARAMETER);
+        Check("IND2CompletionQueue::GetNotifyAffinity", "NULL pAffinity",
+              m_pCqA->GetNotifyAffinity(&group, NULL), ND_INVALID_PARAMETER);
 
         // Notify on an empty CQ stays pending; cancelling completes it with
         // ND_CANCELED.
@@ -733,6 +737,10 @@ public:
         KAFFINITY affinity = 0;
         Check("IND2SharedReceiveQueue::GetNotifyAffinity", "group and affinity",
               pSrq->GetNotifyAffinity(&group, &affinity), S_OK);
+        Check("IND2SharedReceiveQueue::GetNotifyAffinity", "NULL pGroup",
+              pSrq->GetNotifyAffinity(NULL, &affinity), ND_INVALID_PARAMETER);
+        Check("IND2SharedReceiveQueue::GetNotifyAffinity", "NULL pAffinity",
+              pSrq->GetNotifyAffinity(&group, NULL), ND_INVALID_PARAMETER);
 
         ND2_SGE sge;
         sge.Buffer = m_pBufA + 2048;
