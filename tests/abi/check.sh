@@ -14,7 +14,8 @@
 #  3. layout.c / layout.cpp / layout_cinterface.cpp: widths, structure sizes
 #     and offsets, status values, vtable slots of every v2 and v1 method in
 #     the C form (offsetof) and the C++ form (pointer to member)
-#  4. xcall: every method called C -> C++ object and C++ -> C object
+#  4. xcall: every method called C -> C++ object (through the COBJMACROS
+#     helpers) and C++ -> C object (virtual calls into static vtables)
 #  5. iids: the bytes of every IID; weak INITGUID copies in C and C++
 #     linked beside a strong definition
 #  6. runtime.c as C and C++: Interlocked*, WSAStringToAddress, InetPton,

@@ -8,7 +8,8 @@ Outputs (committed, so check.sh needs no Python):
   gen_slots_c.inc     C: offsetof(<I>Vtbl, <method>) == slot * pointer size
   gen_slots_cpp.inc   C++: the Itanium pointer-to-virtual-member value of each
                       method is 1 + slot * pointer size
-  gen_xcall_c.c       C implementations (static lpVtbl tables) and C callers
+  gen_xcall_c.c       C implementations (static lpVtbl tables) and C callers,
+                      which call through every COBJMACROS helper
   gen_xcall_cpp.cpp   C++ implementations (classes) and C++ callers, and the
                       main() that calls C objects from C++ and C++ objects from C
   gen_iids.inc        the expected text form of every IID
@@ -82,7 +83,7 @@ def gen_slots_cpp():
 
 
 def gen_xcall_c():
-    out = [HEADER, '#include "xcall.h"', ""]
+    out = [HEADER, "#define COBJMACROS", '#include "xcall.h"', ""]
     for k, (name, _base, methods) in enumerate(ALL):
         out.append("/* ---- %s ---- */" % name)
         for slot, (ret, m, params) in enumerate(methods):
@@ -106,7 +107,7 @@ def gen_xcall_c():
         out.append("    int bad = 0;")
         for slot, (ret, m, params) in enumerate(methods):
             args = ", ".join(["p"] + ["0"] * len(split_params(params)))
-            call = "p->lpVtbl->%s(%s)" % (m, args)
+            call = "%s_%s(%s)" % (name, m, args)  # COBJMACROS: p->lpVtbl->m(p, ...)
             out.append(check_expr(ret, call, code(k, slot), "C calling C++ %s::%s" % (name, m)).rstrip("\n"))
         out.append("    return bad;")
         out.append("}")
