@@ -703,11 +703,16 @@ public:
     // ---- IND2SharedReceiveQueue -------------------------------------------
     void SharedReceiveQueues()
     {
+        void* p = NULL;
         if (m_Info.MaxSharedReceiveQueueDepth == 0) {
+            // CreateSharedReceiveQueue lists no ND_NOT_SUPPORTED: any depth is
+            // beyond a maximum of 0 (_3).  CreateQueuePairWithSrq does list it.
+            Check("IND2Adapter::CreateSharedReceiveQueue", "adapter without SRQ support",
+                  m_pAdapter->CreateSharedReceiveQueue(IID_IND2SharedReceiveQueue, m_hFile, x_Depth, 1,
+                                                       1, 0, 0, &p), ND_INVALID_PARAMETER_3);
             printf("SKIP  IND2SharedReceiveQueue: the adapter has no SRQ support\n");
             return;
         }
-        void* p = NULL;
         Check("IND2Adapter::CreateSharedReceiveQueue", "IID_IND2CompletionQueue",
               m_pAdapter->CreateSharedReceiveQueue(IID_IND2CompletionQueue, m_hFile, x_Depth, 1, 1,
                                                    0, 0, &p), E_NOINTERFACE);
