@@ -39,7 +39,7 @@ SA((UINT64)-1 > 0, "UINT64 unsigned"); SA((USHORT)-1 > 0, "USHORT unsigned");
 SA((BOOL)-1 < 0, "BOOL is int");
 
 /* ---- status codes: values, 32-bit width, severities ---- */
-#include "gen_status.inc"
+#include "status_values.inc"
 SA(SUCCEEDED(ND_SUCCESS) && SUCCEEDED(ND_TIMEOUT) && SUCCEEDED(ND_PENDING), "success codes");
 SA(FAILED(ND_BUFFER_OVERFLOW) && FAILED(ND_DEVICE_BUSY) && FAILED(ND_NO_MORE_ENTRIES),
    "warning codes are FAILED");
