@@ -155,7 +155,8 @@ def gen_xcall_h():
            "extern int ndabi_void_code;",
            "void ndabi_fail(const char *what);",
            "int ndabi_xcall_all(void);"]
-    for name, _b, _m in ALL:
+    for k, (name, _b, _m) in enumerate(ALL):
+        out.append("#define NDABI_CODE_%s(slot) (0x1000 * %d + (slot) + 1)" % (name, k + 1))
         out.append("%s *c_make_%s(void);" % (name, name))
         out.append("int c_call_%s(%s *p);" % (name, name))
         out.append("%s *cpp_make_%s(void);" % (name, name))

@@ -8,74 +8,92 @@ EXTERN_C_START
 extern int ndabi_void_code;
 void ndabi_fail(const char *what);
 int ndabi_xcall_all(void);
+#define NDABI_CODE_IND2Overlapped(slot) (0x1000 * 1 + (slot) + 1)
 IND2Overlapped *c_make_IND2Overlapped(void);
 int c_call_IND2Overlapped(IND2Overlapped *p);
 IND2Overlapped *cpp_make_IND2Overlapped(void);
 int cpp_call_IND2Overlapped(IND2Overlapped *p);
+#define NDABI_CODE_IND2CompletionQueue(slot) (0x1000 * 2 + (slot) + 1)
 IND2CompletionQueue *c_make_IND2CompletionQueue(void);
 int c_call_IND2CompletionQueue(IND2CompletionQueue *p);
 IND2CompletionQueue *cpp_make_IND2CompletionQueue(void);
 int cpp_call_IND2CompletionQueue(IND2CompletionQueue *p);
+#define NDABI_CODE_IND2SharedReceiveQueue(slot) (0x1000 * 3 + (slot) + 1)
 IND2SharedReceiveQueue *c_make_IND2SharedReceiveQueue(void);
 int c_call_IND2SharedReceiveQueue(IND2SharedReceiveQueue *p);
 IND2SharedReceiveQueue *cpp_make_IND2SharedReceiveQueue(void);
 int cpp_call_IND2SharedReceiveQueue(IND2SharedReceiveQueue *p);
+#define NDABI_CODE_IND2MemoryWindow(slot) (0x1000 * 4 + (slot) + 1)
 IND2MemoryWindow *c_make_IND2MemoryWindow(void);
 int c_call_IND2MemoryWindow(IND2MemoryWindow *p);
 IND2MemoryWindow *cpp_make_IND2MemoryWindow(void);
 int cpp_call_IND2MemoryWindow(IND2MemoryWindow *p);
+#define NDABI_CODE_IND2MemoryRegion(slot) (0x1000 * 5 + (slot) + 1)
 IND2MemoryRegion *c_make_IND2MemoryRegion(void);
 int c_call_IND2MemoryRegion(IND2MemoryRegion *p);
 IND2MemoryRegion *cpp_make_IND2MemoryRegion(void);
 int cpp_call_IND2MemoryRegion(IND2MemoryRegion *p);
+#define NDABI_CODE_IND2QueuePair(slot) (0x1000 * 6 + (slot) + 1)
 IND2QueuePair *c_make_IND2QueuePair(void);
 int c_call_IND2QueuePair(IND2QueuePair *p);
 IND2QueuePair *cpp_make_IND2QueuePair(void);
 int cpp_call_IND2QueuePair(IND2QueuePair *p);
+#define NDABI_CODE_IND2Connector(slot) (0x1000 * 7 + (slot) + 1)
 IND2Connector *c_make_IND2Connector(void);
 int c_call_IND2Connector(IND2Connector *p);
 IND2Connector *cpp_make_IND2Connector(void);
 int cpp_call_IND2Connector(IND2Connector *p);
+#define NDABI_CODE_IND2Listener(slot) (0x1000 * 8 + (slot) + 1)
 IND2Listener *c_make_IND2Listener(void);
 int c_call_IND2Listener(IND2Listener *p);
 IND2Listener *cpp_make_IND2Listener(void);
 int cpp_call_IND2Listener(IND2Listener *p);
+#define NDABI_CODE_IND2Adapter(slot) (0x1000 * 9 + (slot) + 1)
 IND2Adapter *c_make_IND2Adapter(void);
 int c_call_IND2Adapter(IND2Adapter *p);
 IND2Adapter *cpp_make_IND2Adapter(void);
 int cpp_call_IND2Adapter(IND2Adapter *p);
+#define NDABI_CODE_IND2Provider(slot) (0x1000 * 10 + (slot) + 1)
 IND2Provider *c_make_IND2Provider(void);
 int c_call_IND2Provider(IND2Provider *p);
 IND2Provider *cpp_make_IND2Provider(void);
 int cpp_call_IND2Provider(IND2Provider *p);
+#define NDABI_CODE_INDOverlapped(slot) (0x1000 * 11 + (slot) + 1)
 INDOverlapped *c_make_INDOverlapped(void);
 int c_call_INDOverlapped(INDOverlapped *p);
 INDOverlapped *cpp_make_INDOverlapped(void);
 int cpp_call_INDOverlapped(INDOverlapped *p);
+#define NDABI_CODE_INDCompletionQueue(slot) (0x1000 * 12 + (slot) + 1)
 INDCompletionQueue *c_make_INDCompletionQueue(void);
 int c_call_INDCompletionQueue(INDCompletionQueue *p);
 INDCompletionQueue *cpp_make_INDCompletionQueue(void);
 int cpp_call_INDCompletionQueue(INDCompletionQueue *p);
+#define NDABI_CODE_INDMemoryWindow(slot) (0x1000 * 13 + (slot) + 1)
 INDMemoryWindow *c_make_INDMemoryWindow(void);
 int c_call_INDMemoryWindow(INDMemoryWindow *p);
 INDMemoryWindow *cpp_make_INDMemoryWindow(void);
 int cpp_call_INDMemoryWindow(INDMemoryWindow *p);
+#define NDABI_CODE_INDEndpoint(slot) (0x1000 * 14 + (slot) + 1)
 INDEndpoint *c_make_INDEndpoint(void);
 int c_call_INDEndpoint(INDEndpoint *p);
 INDEndpoint *cpp_make_INDEndpoint(void);
 int cpp_call_INDEndpoint(INDEndpoint *p);
+#define NDABI_CODE_INDConnector(slot) (0x1000 * 15 + (slot) + 1)
 INDConnector *c_make_INDConnector(void);
 int c_call_INDConnector(INDConnector *p);
 INDConnector *cpp_make_INDConnector(void);
 int cpp_call_INDConnector(INDConnector *p);
+#define NDABI_CODE_INDListen(slot) (0x1000 * 16 + (slot) + 1)
 INDListen *c_make_INDListen(void);
 int c_call_INDListen(INDListen *p);
 INDListen *cpp_make_INDListen(void);
 int cpp_call_INDListen(INDListen *p);
+#define NDABI_CODE_INDAdapter(slot) (0x1000 * 17 + (slot) + 1)
 INDAdapter *c_make_INDAdapter(void);
 int c_call_INDAdapter(INDAdapter *p);
 INDAdapter *cpp_make_INDAdapter(void);
 int cpp_call_INDAdapter(INDAdapter *p);
+#define NDABI_CODE_INDProvider(slot) (0x1000 * 18 + (slot) + 1)
 INDProvider *c_make_INDProvider(void);
 int c_call_INDProvider(INDProvider *p);
 INDProvider *cpp_make_INDProvider(void);
