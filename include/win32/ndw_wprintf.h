@@ -25,6 +25,7 @@
 #ifndef NDW_WPRINTF_H
 #define NDW_WPRINTF_H
 
+#include "ndw_types.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -90,6 +90,13 @@ for h in windows.h winsock2.h ws2tcpip.h unknwn.h objbase.h guiddef.h initguid.h
     step "$h alone, c11" $CC -std=c11 $W -pedantic $ALL -c "$OUT/self.c" -o "$OUT/self.o"
     step "$h alone, c++17" $CXX -std=c++17 $W -pedantic $ALL -c "$OUT/self.cpp" -o "$OUT/self.o"
 done
+# The internal headers must each be self-contained too.
+for h in include/win32/ndw_*.h; do
+    printf '#include "%s"\ntypedef int ndabi_not_empty;\n' "$ROOT/$h" >"$OUT/self.c"
+    cp "$OUT/self.c" "$OUT/self.cpp"
+    step "$(basename "$h") alone, c11" $CC -std=c11 $W $ALL -c "$OUT/self.c" -o "$OUT/self.o"
+    step "$(basename "$h") alone, c++17" $CXX -std=c++17 $W $ALL -c "$OUT/self.cpp" -o "$OUT/self.o"
+done
 # With only -I include, ndspi.h must not bring the Windows program macros.
 cat >"$OUT/nomacro.cpp" <<'SRC'
 #include <ndsupport.h>
