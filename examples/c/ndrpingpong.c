@@ -14,7 +14,10 @@
  *    buffer, sets it to 'Y' and RDMA-Writes the same `size` bytes back; the
  *    client spins on the last byte of its own receive area;
  *  - while spinning both sides reap their Write completions with GetResults;
- *  - the client checks that every pong holds exactly the bytes it wrote.
+ *  - the client checks that every pong holds exactly the bytes it wrote;
+ *  - at the end each side invalidates its window (IND2QueuePair::Invalidate)
+ *    before the 0-byte messages that end the test, so that no Invalidate
+ *    races the peer's Disconnect.
  *
  * The client passes its plan (sizes, iterations) as Connect private data, so
  * the server needs no matching options.  Every wait is bounded by
@@ -399,6 +402,17 @@ static void InvalidateWindow(Test *t)
     WaitCount(t, &t->bindsOutstanding, 0, TRUE, "the Invalidate completion");
 }
 
+/* A 0-byte Send: the end of the test. */
+static void SendFinal(Test *t)
+{
+    HRESULT hr;
+    t->sendsOutstanding++;
+    hr = t->pQp->lpVtbl->Send(t->pQp, SEND_CTXT, NULL, 0, 0);
+    if (FAILED(hr))
+        Fail("IND2QueuePair::Send", hr);
+    WaitCount(t, &t->sendsOutstanding, 0, TRUE, "the final Send completion");
+}
+
 static void Disconnect(Test *t)
 {
     HRESULT hr;
@@ -555,7 +569,10 @@ static void RunServer(Test *t, const struct sockaddr *pAddr, ULONG cbAddr)
     WaitCount(t, &t->recvsDone, 2, FALSE, "the client's final message");
     if (t->lastRecvBytes != 0)
         FailMsg("final message of a wrong size");
+    /* The client no longer writes to our window; then answer, so that the
+     * client disconnects only after this Invalidate. */
     InvalidateWindow(t);
+    SendFinal(t);
     Disconnect(t);
 }
 
@@ -600,6 +617,8 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
     if (t->lastRecvBytes != sizeof(PeerInfo))
         FailMsg("PeerInfo of a wrong size");
     t->peer = *t->pPeerIn;
+    /* For the server's final message. */
+    PostPeerInfoReceive(t);
 
     DoPings(t, HDR_LEN, WARMUP_ITERATIONS, 'A', 'B');
 
@@ -620,13 +639,13 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
         fflush(stdout);
     }
 
-    /* A 0-byte Send tells the server we are done. */
-    t->sendsOutstanding++;
-    hr = t->pQp->lpVtbl->Send(t->pQp, SEND_CTXT, NULL, 0, 0);
-    if (FAILED(hr))
-        Fail("IND2QueuePair::Send", hr);
-    WaitCount(t, &t->sendsOutstanding, 0, TRUE, "the final Send completion");
+    /* The server no longer writes to our window.  A 0-byte Send tells it we
+     * are done; its 0-byte answer says it has invalidated its own window. */
     InvalidateWindow(t);
+    SendFinal(t);
+    WaitCount(t, &t->recvsDone, 2, FALSE, "the server's final message");
+    if (t->lastRecvBytes != 0)
+        FailMsg("final message of a wrong size");
     Disconnect(t);
 }
 
