@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h> // _aligned_malloc
 #include "ndsupport.h"
 
 static const DWORD x_TimeoutMs = 20000;
