@@ -456,6 +456,39 @@ static void Shutdown(Test *t)
         HeapFree(GetProcessHeap(), 0, t->pBuf);
 }
 
+/* System-wide CPU use, as Microsoft's examples measure it (100 = one CPU). */
+typedef struct _CpuSample {
+    ULONGLONG idle, kernel, user;
+} CpuSample;
+
+static ULONGLONG FileTime64(const FILETIME *ft)
+{
+    return ((ULONGLONG)ft->dwHighDateTime << 32) | ft->dwLowDateTime;
+}
+
+static void CpuStart(CpuSample *s)
+{
+    FILETIME idle, kernel, user;
+    if (!GetSystemTimes(&idle, &kernel, &user)) {
+        s->idle = s->kernel = s->user = 0;
+        return;
+    }
+    s->idle = FileTime64(&idle);
+    s->kernel = FileTime64(&kernel);
+    s->user = FileTime64(&user);
+}
+
+static double CpuReport(const CpuSample *start, DWORD nCpu)
+{
+    CpuSample now;
+    double total;
+    CpuStart(&now);
+    total = (double)((now.kernel - start->kernel) + (now.user - start->user));
+    if (total <= 0.0)
+        return 0.0;
+    return (100.0 - 100.0 * (double)(now.idle - start->idle) / total) * nCpu;
+}
+
 /* Next size of the sweep, or 0 when done.  Client and server use the same. */
 static ULONG NextSize(ULONG size, ULONG maxSize)
 {
@@ -583,6 +616,7 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
     ConnectData data;
     SYSTEM_INFO si;
     LARGE_INTEGER freq, start, end;
+    CpuSample cpu;
     ULONG size;
     HRESULT hr;
 
@@ -626,15 +660,17 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
     QueryPerformanceFrequency(&freq);
     printf("Using %u processors. Sender Frequency is %lld\n\n",
            (unsigned)si.dwNumberOfProcessors, (long long)freq.QuadPart);
-    printf("%9s %9s %9s %11s\n", "Size", "Iter", "Latency", "Bytes/Sec");
+    printf("%9s %9s %9s %7s %11s\n", "Size", "Iter", "Latency", "CPU", "Bytes/Sec");
     for (size = minSize; size != 0; size = NextSize(size, maxSize)) {
-        double us;
+        double us, cpuUse;
+        CpuStart(&cpu);
         QueryPerformanceCounter(&start);
         DoPings(t, size, iterations, 'X', 'Y');
         QueryPerformanceCounter(&end);
+        cpuUse = CpuReport(&cpu, si.dwNumberOfProcessors);
         us = (double)(end.QuadPart - start.QuadPart) * 1000000.0 / (double)freq.QuadPart;
         /* A full round trip per iteration; bytes counted one way. */
-        printf("%9u %9u %9.2f %11.0f\n", size, iterations, us / iterations,
+        printf("%9u %9u %9.2f %7.2f %11.0f\n", size, iterations, us / iterations, cpuUse,
                (double)size * iterations / (us / 1000000.0));
         fflush(stdout);
     }
