@@ -20,8 +20,9 @@
 // GetQueuedCompletionStatus, then IND2Overlapped::GetOverlappedResult); the
 // memory region and CQ use a second overlapped file and an event.
 //
-// The client passes its plan (mode, sizes, iterations) as Connect private
-// data, so the server needs no matching options.  Every wait is bounded
+// The client passes its plan (mode, sizes) as Connect private data, so the
+// server needs no matching options; during long runs it sends a 0-byte
+// message every few seconds so that the server's wait stays bounded.  Every wait is bounded
 // (x_TimeoutMs).  Any failure prints the failing call and its HRESULT and
 // exits non-zero.
 //
@@ -52,6 +53,12 @@ static void* const READ_CTXT = (void*)0x3000;
 static void* const WRITE_CTXT = (void*)0x4000;
 static void* const BIND_CTXT = (void*)0x5000;
 static void* const INVALIDATE_CTXT = (void*)0x6000;
+static void* const PROGRESS_CTXT = (void*)0x7000;
+
+// The client sends a 0-byte "still running" message at most this often, so
+// that the server, which sees no completions while the client does RDMA on
+// its own, can keep a bounded wait however long the run is.
+static const ULONGLONG x_ProgressMs = 5000;
 
 static const ULONG x_ConnectMagic = 0x50524E44; // "DNRP"
 static const ULONG x_DoneMagic = 0x454E4F44;    // "DONE"
@@ -228,15 +235,17 @@ protected:
     SIZE_T m_cbBuf;
     ULONG m_cbData;
     char* m_pMsg;
-    ULONG m_RecvBytes;
-    bool m_bRecvDone;
+    ULONG m_RecvBytes;   // length of the last Receive completed
+    ULONG m_nRecvDone;   // Receives completed
+    ULONG m_nRecvTaken;  // of which consumed by WaitForReceive
+    ULONG m_nSends;      // progress Sends in flight (client)
 
 public:
     NdRPing(bool blocking, ULONG nSge)
         : m_pAdapter(NULL), m_hConnFile(NULL), m_hPort(NULL), m_hFile(NULL), m_pCq(NULL),
           m_pQp(NULL), m_pMr(NULL), m_pMw(NULL), m_pConnector(NULL), m_bBlocking(blocking),
           m_nSge(nSge), m_Depth(1), m_pBuf(NULL), m_cbBuf(0), m_cbData(0), m_pMsg(NULL),
-          m_RecvBytes(0), m_bRecvDone(false)
+          m_RecvBytes(0), m_nRecvDone(0), m_nRecvTaken(0), m_nSends(0)
     {
         ZeroMemory(&m_Info, sizeof(m_Info));
         ZeroMemory(&m_Ov, sizeof(m_Ov));
@@ -364,7 +373,6 @@ public:
         sge.Buffer = m_pMsg;
         sge.BufferLength = x_MsgArea / 2;
         sge.MemoryRegionToken = m_pMr->GetLocalToken();
-        m_bRecvDone = false;
         HRESULT hr = m_pQp->Receive(RECV_CTXT, &sge, 1);
         if (FAILED(hr))
             Fail("IND2QueuePair::Receive", hr);
@@ -404,7 +412,7 @@ public:
                         Fail("request completion", pResults[i].Status);
                     }
                     if (pResults[i].RequestType == Nd2RequestTypeReceive) {
-                        m_bRecvDone = true;
+                        m_nRecvDone++;
                         m_RecvBytes = pResults[i].BytesTransferred;
                     } else {
                         pResults[kept++] = pResults[i];
@@ -440,10 +448,11 @@ public:
     void WaitForReceive(const char* what)
     {
         ND2_RESULT r;
-        while (!m_bRecvDone) {
+        while (m_nRecvDone == m_nRecvTaken) {
             if (GetCompletions(&r, 1, what) != 0)
                 FailMsg("unexpected completion while waiting for a message");
         }
+        m_nRecvTaken++;
     }
 
     void Disconnect()
@@ -503,6 +512,8 @@ public:
             for (ULONG i = 0; i < cbData; i++)
                 m_pBuf[i] = ReadPattern(i);
         }
+        // The client's progress messages and its final message.
+        PostReceive();
         PostReceive();
 
         ULONG inboundReadLimit = read ? m_Info.MaxInboundReadLimit : 0;
@@ -527,8 +538,14 @@ public:
         WaitForOne(BIND_CTXT, Nd2RequestTypeBind, "the Bind completion");
         SendMsg(&info, sizeof(info));
 
-        // The client's final message; in Write mode check what it wrote.
-        WaitForReceive("the client's final message");
+        // The client's final message (0-byte progress messages before it);
+        // in Write mode check what it wrote.
+        for (;;) {
+            WaitForReceive("the client's final message");
+            if (m_RecvBytes != 0)
+                break;
+            PostReceive();
+        }
         DoneMsg done;
         if (m_RecvBytes != sizeof(done))
             FailMsg("final message of a wrong size");
@@ -567,6 +584,7 @@ class NdRPingClient : public NdRPing
 {
     bool m_bRead;
     PeerInfo m_Peer;
+    ULONGLONG m_LastProgress;
 
     // Keeps up to m_Depth requests in flight until `iterations` have completed.
     void DoOps(ULONG size, ULONG iterations)
@@ -579,7 +597,15 @@ class NdRPingClient : public NdRPing
         ULONG issued = 0, completed = 0, outstanding = 0;
         ND2_RESULT results[x_MaxDepth];
 
-        while (completed < iterations) {
+        while (completed < iterations || m_nSends > 0) {
+            ULONGLONG now = GetTickCount64();
+            if (m_nSends == 0 && now - m_LastProgress > x_ProgressMs) {
+                HRESULT hr = m_pQp->Send(PROGRESS_CTXT, NULL, 0, 0);
+                if (FAILED(hr))
+                    Fail("IND2QueuePair::Send", hr);
+                m_nSends++;
+                m_LastProgress = now;
+            }
             while (outstanding < m_Depth && issued < iterations) {
                 HRESULT hr = m_bRead
                     ? m_pQp->Read(ctx, sge, n, m_Peer.remoteAddress, m_Peer.remoteToken, 0)
@@ -591,6 +617,11 @@ class NdRPingClient : public NdRPing
             }
             ULONG got = GetCompletions(results, x_MaxDepth, "RDMA completions");
             for (ULONG i = 0; i < got; i++) {
+                if (results[i].RequestContext == PROGRESS_CTXT &&
+                    results[i].RequestType == Nd2RequestTypeSend) {
+                    m_nSends--;
+                    continue;
+                }
                 if (results[i].RequestContext != ctx || results[i].RequestType != type)
                     FailMsg("RDMA completion with an unexpected context or type");
                 outstanding--;
@@ -601,7 +632,7 @@ class NdRPingClient : public NdRPing
 
 public:
     NdRPingClient(bool blocking, ULONG nSge, bool read)
-        : NdRPing(blocking, nSge), m_bRead(read)
+        : NdRPing(blocking, nSge), m_bRead(read), m_LastProgress(0)
     {
         ZeroMemory(&m_Peer, sizeof(m_Peer));
     }
@@ -651,6 +682,7 @@ public:
                 FailMsg("the server allows no incoming RDMA Reads");
         }
         PostReceive();
+        m_LastProgress = GetTickCount64();
 
         DoOps(min(x_HdrLen, cbData), x_WarmupIterations);
 
