@@ -10,9 +10,10 @@
 //    PeerInfo {window token, inbound read limit, buffer address};
 //  - the client keeps up to `depth` RDMA Writes (-w) or Reads (-r) in flight
 //    to that buffer and reports the rate per size;
-//  - the data is checked: in Write mode the server checks that its buffer
-//    holds the client's pattern and answers with a Send; in Read mode the
-//    client checks every size against the pattern the server filled in.
+//  - the data is checked: in Write mode a last Write of the largest size
+//    carries a second pattern, and the server checks that its buffer holds
+//    it and answers with a Send; in Read mode one more Read of each size,
+//    into a cleared buffer, is checked against the server-filled pattern.
 //
 // Connection establishment (GetConnectionRequest, Accept, Connect,
 // CompleteConnect, Disconnect) completes through an I/O completion port
@@ -178,7 +179,10 @@ static ULONG PrepareSge(ND2_SGE* pSge, ULONG nSge, char* pBuf, ULONG size, UINT3
 }
 
 // Pattern byte at an offset: the client's for Writes, the server's for Reads.
-static char WritePattern(ULONG i) { return (char)(i * 13 + 5); }
+// The Write pattern has two versions: one for the timed Writes, one for the
+// single verification Write at the end, so that what the server checks came
+// from exactly one Write.
+static char WritePattern(ULONG i, ULONG version) { return (char)(i * 13 + 5 + version * 101); }
 static char ReadPattern(ULONG i) { return (char)(i * 7 + 3); }
 
 class CpuMonitor
@@ -555,9 +559,9 @@ public:
         ULONG bad = 0;
         if (!read) {
             for (ULONG i = 0; i < done.length; i++) {
-                if (m_pBuf[i] != WritePattern(i)) {
+                if (m_pBuf[i] != WritePattern(i, 1)) {
                     printf("server buffer byte %u is 0x%02X, expected 0x%02X\n", i,
-                           (unsigned char)m_pBuf[i], (unsigned char)WritePattern(i));
+                           (unsigned char)m_pBuf[i], (unsigned char)WritePattern(i, 1));
                     bad = 1;
                     break;
                 }
@@ -646,7 +650,7 @@ public:
                                      : ND_MR_FLAG_ALLOW_LOCAL_WRITE);
         if (!m_bRead) {
             for (ULONG i = 0; i < cbData; i++)
-                m_pBuf[i] = WritePattern(i);
+                m_pBuf[i] = WritePattern(i, 0);
         }
         PostReceive();
 
@@ -696,8 +700,6 @@ public:
         printf("RDMA %s, %u requests in flight\n\n", m_bRead ? "Read" : "Write", m_Depth);
         printf("%9s %9s %9s %7s %11s\n", "Size", "Iter", "Latency", "CPU", "Bytes/Sec");
         for (ULONG size = minSize;; size = min(size * 2, maxSize)) {
-            if (m_bRead)
-                ZeroMemory(m_pBuf, size);
             cpu.Start();
             QueryPerformanceCounter(&start);
             DoOps(size, iterations);
@@ -708,6 +710,10 @@ public:
                    (double)size * iterations / (us / 1000000.0));
             fflush(stdout);
             if (m_bRead) {
+                // One more Read of this size into a cleared buffer, checked:
+                // the timed Reads all land on the same bytes.
+                ZeroMemory(m_pBuf, size);
+                DoOps(size, 1);
                 for (ULONG i = 0; i < size; i++) {
                     if (m_pBuf[i] != ReadPattern(i)) {
                         printf("read byte %u of size %u is 0x%02X, expected 0x%02X\n", i, size,
@@ -718,6 +724,14 @@ public:
             }
             if (size >= maxSize)
                 break;
+        }
+
+        // Write: one verification Write of the whole size with the second
+        // pattern, which the server then checks.
+        if (!m_bRead) {
+            for (ULONG i = 0; i < maxSize; i++)
+                m_pBuf[i] = WritePattern(i, 1);
+            DoOps(maxSize, 1);
         }
 
         // Ask the server to check (Write) or just to finish (Read).
