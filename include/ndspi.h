@@ -400,7 +400,7 @@ NDW_INTERFACES_END
 /* A registered memory region in v1: an opaque pointer-sized handle. */
 DECLARE_HANDLE(ND_MR_HANDLE);
 
-/* IND1 adapter limits: 128 bytes. */
+/* v1 adapter limits (INDAdapter::Query): 128 bytes. */
 typedef struct _ND_ADAPTER_INFO1 {
     UINT32 VendorId;
     UINT32 DeviceId;

@@ -10,6 +10,24 @@
 #ifndef NDSPI_COBJ_H
 #define NDSPI_COBJ_H
 
+/* IUnknown: works on any ND object, e.g. IUnknown_Release((IUnknown *)pQp). */
+#define IUnknown_QueryInterface(This, riid, ppvObject) \
+    ((This)->lpVtbl->QueryInterface(This, riid, ppvObject))
+#define IUnknown_AddRef(This) \
+    ((This)->lpVtbl->AddRef(This))
+#define IUnknown_Release(This) \
+    ((This)->lpVtbl->Release(This))
+/* IClassFactory */
+#define IClassFactory_QueryInterface(This, riid, ppvObject) \
+    ((This)->lpVtbl->QueryInterface(This, riid, ppvObject))
+#define IClassFactory_AddRef(This) \
+    ((This)->lpVtbl->AddRef(This))
+#define IClassFactory_Release(This) \
+    ((This)->lpVtbl->Release(This))
+#define IClassFactory_CreateInstance(This, pUnkOuter, riid, ppvObject) \
+    ((This)->lpVtbl->CreateInstance(This, pUnkOuter, riid, ppvObject))
+#define IClassFactory_LockServer(This, fLock) \
+    ((This)->lpVtbl->LockServer(This, fLock))
 /* IND2Overlapped */
 #define IND2Overlapped_QueryInterface(This, riid, ppvObject) \
     ((This)->lpVtbl->QueryInterface(This, riid, ppvObject))

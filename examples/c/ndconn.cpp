@@ -341,7 +341,7 @@ public:
         hr = pListener->GetConnectionRequest(pRejected, &ovReq);
         hr = Complete(m_Port, pListener, &ovReq, hr, "IND2Listener::GetConnectionRequest");
         Expect("IND2Listener::GetConnectionRequest (first)", hr, ND_SUCCESS);
-        char data[64];
+        char data[256];
         ULONG cbData = sizeof(data);
         hr = pRejected->GetPrivateData(data, &cbData);
         Expect("IND2Connector::GetPrivateData (connect data)", hr, ND_SUCCESS);

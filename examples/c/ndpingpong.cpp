@@ -246,6 +246,9 @@ public:
         hr = m_pAdapter->Query(&m_Info, &cbInfo);
         if (FAILED(hr))
             Fail("IND2Adapter::Query", hr);
+        // Inline requests must also fit the QP's inline size.
+        if (m_Info.InlineRequestThreshold > m_Info.MaxInlineDataSize)
+            m_Info.InlineRequestThreshold = m_Info.MaxInlineDataSize;
 
         hr = m_pAdapter->CreateOverlappedFile(&m_hAdapterFile);
         if (FAILED(hr))
@@ -441,7 +444,9 @@ public:
         ConnectData data;
         ULONG cbData = sizeof(data);
         hr = m_pConnector->GetPrivateData(&data, &cbData);
-        if (FAILED(hr) || cbData < sizeof(data))
+        // A transport may pad private data: ND_BUFFER_OVERFLOW with our
+        // bytes copied is fine.
+        if ((FAILED(hr) && hr != ND_BUFFER_OVERFLOW) || cbData < sizeof(data))
             Fail("IND2Connector::GetPrivateData", hr);
         if (data.magic != x_ConnectMagic || data.maxSize == 0 || data.maxSize > x_MaxXfer) {
             m_pConnector->Reject(NULL, 0);

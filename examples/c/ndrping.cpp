@@ -10,9 +10,10 @@
 //    PeerInfo {window token, inbound read limit, buffer address};
 //  - the client keeps up to `depth` RDMA Writes (-w) or Reads (-r) in flight
 //    to that buffer and reports the rate per size;
-//  - the data is checked: in Write mode the server checks that its buffer
-//    holds the client's pattern and answers with a Send; in Read mode the
-//    client checks every size against the pattern the server filled in.
+//  - the data is checked: in Write mode a last Write of the largest size
+//    carries a second pattern, and the server checks that its buffer holds
+//    it and answers with a Send; in Read mode one more Read of each size,
+//    into a cleared buffer, is checked against the server-filled pattern.
 //
 // Connection establishment (GetConnectionRequest, Accept, Connect,
 // CompleteConnect, Disconnect) completes through an I/O completion port
@@ -20,8 +21,9 @@
 // GetQueuedCompletionStatus, then IND2Overlapped::GetOverlappedResult); the
 // memory region and CQ use a second overlapped file and an event.
 //
-// The client passes its plan (mode, sizes, iterations) as Connect private
-// data, so the server needs no matching options.  Every wait is bounded
+// The client passes its plan (mode, sizes) as Connect private data, so the
+// server needs no matching options; during long runs it sends a 0-byte
+// message every few seconds so that the server's wait stays bounded.  Every wait is bounded
 // (x_TimeoutMs).  Any failure prints the failing call and its HRESULT and
 // exits non-zero.
 //
@@ -52,6 +54,12 @@ static void* const READ_CTXT = (void*)0x3000;
 static void* const WRITE_CTXT = (void*)0x4000;
 static void* const BIND_CTXT = (void*)0x5000;
 static void* const INVALIDATE_CTXT = (void*)0x6000;
+static void* const PROGRESS_CTXT = (void*)0x7000;
+
+// The client sends a 0-byte "still running" message at most this often, so
+// that the server, which sees no completions while the client does RDMA on
+// its own, can keep a bounded wait however long the run is.
+static const ULONGLONG x_ProgressMs = 5000;
 
 static const ULONG x_ConnectMagic = 0x50524E44; // "DNRP"
 static const ULONG x_DoneMagic = 0x454E4F44;    // "DONE"
@@ -171,7 +179,10 @@ static ULONG PrepareSge(ND2_SGE* pSge, ULONG nSge, char* pBuf, ULONG size, UINT3
 }
 
 // Pattern byte at an offset: the client's for Writes, the server's for Reads.
-static char WritePattern(ULONG i) { return (char)(i * 13 + 5); }
+// The Write pattern has two versions: one for the timed Writes, one for the
+// single verification Write at the end, so that what the server checks came
+// from exactly one Write.
+static char WritePattern(ULONG i, ULONG version) { return (char)(i * 13 + 5 + version * 101); }
 static char ReadPattern(ULONG i) { return (char)(i * 7 + 3); }
 
 class CpuMonitor
@@ -228,15 +239,17 @@ protected:
     SIZE_T m_cbBuf;
     ULONG m_cbData;
     char* m_pMsg;
-    ULONG m_RecvBytes;
-    bool m_bRecvDone;
+    ULONG m_RecvBytes;   // length of the last Receive completed
+    ULONG m_nRecvDone;   // Receives completed
+    ULONG m_nRecvTaken;  // of which consumed by WaitForReceive
+    ULONG m_nSends;      // progress Sends in flight (client)
 
 public:
     NdRPing(bool blocking, ULONG nSge)
         : m_pAdapter(NULL), m_hConnFile(NULL), m_hPort(NULL), m_hFile(NULL), m_pCq(NULL),
           m_pQp(NULL), m_pMr(NULL), m_pMw(NULL), m_pConnector(NULL), m_bBlocking(blocking),
           m_nSge(nSge), m_Depth(1), m_pBuf(NULL), m_cbBuf(0), m_cbData(0), m_pMsg(NULL),
-          m_RecvBytes(0), m_bRecvDone(false)
+          m_RecvBytes(0), m_nRecvDone(0), m_nRecvTaken(0), m_nSends(0)
     {
         ZeroMemory(&m_Info, sizeof(m_Info));
         ZeroMemory(&m_Ov, sizeof(m_Ov));
@@ -293,6 +306,9 @@ public:
         hr = m_pAdapter->Query(&m_Info, &cbInfo);
         if (FAILED(hr))
             Fail("IND2Adapter::Query", hr);
+        // Inline requests must also fit the QP's inline size.
+        if (m_Info.InlineRequestThreshold > m_Info.MaxInlineDataSize)
+            m_Info.InlineRequestThreshold = m_Info.MaxInlineDataSize;
         if ((m_Info.AdapterFlags & ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED) == 0)
             FailMsg("Adapter does not support in-order RDMA.");
 
@@ -361,7 +377,6 @@ public:
         sge.Buffer = m_pMsg;
         sge.BufferLength = x_MsgArea / 2;
         sge.MemoryRegionToken = m_pMr->GetLocalToken();
-        m_bRecvDone = false;
         HRESULT hr = m_pQp->Receive(RECV_CTXT, &sge, 1);
         if (FAILED(hr))
             Fail("IND2QueuePair::Receive", hr);
@@ -401,7 +416,7 @@ public:
                         Fail("request completion", pResults[i].Status);
                     }
                     if (pResults[i].RequestType == Nd2RequestTypeReceive) {
-                        m_bRecvDone = true;
+                        m_nRecvDone++;
                         m_RecvBytes = pResults[i].BytesTransferred;
                     } else {
                         pResults[kept++] = pResults[i];
@@ -437,10 +452,11 @@ public:
     void WaitForReceive(const char* what)
     {
         ND2_RESULT r;
-        while (!m_bRecvDone) {
+        while (m_nRecvDone == m_nRecvTaken) {
             if (GetCompletions(&r, 1, what) != 0)
                 FailMsg("unexpected completion while waiting for a message");
         }
+        m_nRecvTaken++;
     }
 
     void Disconnect()
@@ -483,7 +499,9 @@ public:
         ConnectData plan;
         ULONG cbPlan = sizeof(plan);
         hr = m_pConnector->GetPrivateData(&plan, &cbPlan);
-        if (FAILED(hr) || cbPlan < sizeof(plan))
+        // A transport may pad private data: ND_BUFFER_OVERFLOW with our
+        // bytes copied is fine.
+        if ((FAILED(hr) && hr != ND_BUFFER_OVERFLOW) || cbPlan < sizeof(plan))
             Fail("IND2Connector::GetPrivateData", hr);
         if (plan.magic != x_ConnectMagic || plan.maxSize == 0 || plan.maxSize > x_MaxXfer) {
             m_pConnector->Reject(NULL, 0);
@@ -498,6 +516,8 @@ public:
             for (ULONG i = 0; i < cbData; i++)
                 m_pBuf[i] = ReadPattern(i);
         }
+        // The client's progress messages and its final message.
+        PostReceive();
         PostReceive();
 
         ULONG inboundReadLimit = read ? m_Info.MaxInboundReadLimit : 0;
@@ -522,8 +542,14 @@ public:
         WaitForOne(BIND_CTXT, Nd2RequestTypeBind, "the Bind completion");
         SendMsg(&info, sizeof(info));
 
-        // The client's final message; in Write mode check what it wrote.
-        WaitForReceive("the client's final message");
+        // The client's final message (0-byte progress messages before it);
+        // in Write mode check what it wrote.
+        for (;;) {
+            WaitForReceive("the client's final message");
+            if (m_RecvBytes != 0)
+                break;
+            PostReceive();
+        }
         DoneMsg done;
         if (m_RecvBytes != sizeof(done))
             FailMsg("final message of a wrong size");
@@ -533,9 +559,9 @@ public:
         ULONG bad = 0;
         if (!read) {
             for (ULONG i = 0; i < done.length; i++) {
-                if (m_pBuf[i] != WritePattern(i)) {
+                if (m_pBuf[i] != WritePattern(i, 1)) {
                     printf("server buffer byte %u is 0x%02X, expected 0x%02X\n", i,
-                           (unsigned char)m_pBuf[i], (unsigned char)WritePattern(i));
+                           (unsigned char)m_pBuf[i], (unsigned char)WritePattern(i, 1));
                     bad = 1;
                     break;
                 }
@@ -562,6 +588,7 @@ class NdRPingClient : public NdRPing
 {
     bool m_bRead;
     PeerInfo m_Peer;
+    ULONGLONG m_LastProgress;
 
     // Keeps up to m_Depth requests in flight until `iterations` have completed.
     void DoOps(ULONG size, ULONG iterations)
@@ -574,7 +601,15 @@ class NdRPingClient : public NdRPing
         ULONG issued = 0, completed = 0, outstanding = 0;
         ND2_RESULT results[x_MaxDepth];
 
-        while (completed < iterations) {
+        while (completed < iterations || m_nSends > 0) {
+            ULONGLONG now = GetTickCount64();
+            if (m_nSends == 0 && now - m_LastProgress > x_ProgressMs) {
+                HRESULT hr = m_pQp->Send(PROGRESS_CTXT, NULL, 0, 0);
+                if (FAILED(hr))
+                    Fail("IND2QueuePair::Send", hr);
+                m_nSends++;
+                m_LastProgress = now;
+            }
             while (outstanding < m_Depth && issued < iterations) {
                 HRESULT hr = m_bRead
                     ? m_pQp->Read(ctx, sge, n, m_Peer.remoteAddress, m_Peer.remoteToken, 0)
@@ -586,6 +621,11 @@ class NdRPingClient : public NdRPing
             }
             ULONG got = GetCompletions(results, x_MaxDepth, "RDMA completions");
             for (ULONG i = 0; i < got; i++) {
+                if (results[i].RequestContext == PROGRESS_CTXT &&
+                    results[i].RequestType == Nd2RequestTypeSend) {
+                    m_nSends--;
+                    continue;
+                }
                 if (results[i].RequestContext != ctx || results[i].RequestType != type)
                     FailMsg("RDMA completion with an unexpected context or type");
                 outstanding--;
@@ -596,7 +636,7 @@ class NdRPingClient : public NdRPing
 
 public:
     NdRPingClient(bool blocking, ULONG nSge, bool read)
-        : NdRPing(blocking, nSge), m_bRead(read)
+        : NdRPing(blocking, nSge), m_bRead(read), m_LastProgress(0)
     {
         ZeroMemory(&m_Peer, sizeof(m_Peer));
     }
@@ -610,7 +650,7 @@ public:
                                      : ND_MR_FLAG_ALLOW_LOCAL_WRITE);
         if (!m_bRead) {
             for (ULONG i = 0; i < cbData; i++)
-                m_pBuf[i] = WritePattern(i);
+                m_pBuf[i] = WritePattern(i, 0);
         }
         PostReceive();
 
@@ -646,6 +686,7 @@ public:
                 FailMsg("the server allows no incoming RDMA Reads");
         }
         PostReceive();
+        m_LastProgress = GetTickCount64();
 
         DoOps(min(x_HdrLen, cbData), x_WarmupIterations);
 
@@ -659,8 +700,6 @@ public:
         printf("RDMA %s, %u requests in flight\n\n", m_bRead ? "Read" : "Write", m_Depth);
         printf("%9s %9s %9s %7s %11s\n", "Size", "Iter", "Latency", "CPU", "Bytes/Sec");
         for (ULONG size = minSize;; size = min(size * 2, maxSize)) {
-            if (m_bRead)
-                ZeroMemory(m_pBuf, size);
             cpu.Start();
             QueryPerformanceCounter(&start);
             DoOps(size, iterations);
@@ -671,6 +710,10 @@ public:
                    (double)size * iterations / (us / 1000000.0));
             fflush(stdout);
             if (m_bRead) {
+                // One more Read of this size into a cleared buffer, checked:
+                // the timed Reads all land on the same bytes.
+                ZeroMemory(m_pBuf, size);
+                DoOps(size, 1);
                 for (ULONG i = 0; i < size; i++) {
                     if (m_pBuf[i] != ReadPattern(i)) {
                         printf("read byte %u of size %u is 0x%02X, expected 0x%02X\n", i, size,
@@ -681,6 +724,14 @@ public:
             }
             if (size >= maxSize)
                 break;
+        }
+
+        // Write: one verification Write of the whole size with the second
+        // pattern, which the server then checks.
+        if (!m_bRead) {
+            for (ULONG i = 0; i < maxSize; i++)
+                m_pBuf[i] = WritePattern(i, 1);
+            DoOps(maxSize, 1);
         }
 
         // Ask the server to check (Write) or just to finish (Read).

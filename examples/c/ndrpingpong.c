@@ -14,7 +14,10 @@
  *    buffer, sets it to 'Y' and RDMA-Writes the same `size` bytes back; the
  *    client spins on the last byte of its own receive area;
  *  - while spinning both sides reap their Write completions with GetResults;
- *  - the client checks that every pong holds exactly the bytes it wrote.
+ *  - the client checks that every pong holds exactly the bytes it wrote;
+ *  - at the end each side invalidates its window (IND2QueuePair::Invalidate)
+ *    before the 0-byte messages that end the test, so that no Invalidate
+ *    races the peer's Disconnect.
  *
  * The client passes its plan (sizes, iterations) as Connect private data, so
  * the server needs no matching options.  Every wait is bounded by
@@ -262,6 +265,9 @@ static void Init(Test *t, const struct sockaddr *pLocal, ULONG cbLocal)
         Fail("IND2Adapter::Query", hr);
     if ((t->info.AdapterFlags & ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED) == 0)
         FailMsg("Adapter does not support in-order RDMA.");
+    /* Inline requests must also fit the QP's inline size. */
+    if (t->info.InlineRequestThreshold > t->info.MaxInlineDataSize)
+        t->info.InlineRequestThreshold = t->info.MaxInlineDataSize;
 
     hr = t->pAdapter->lpVtbl->CreateOverlappedFile(t->pAdapter, &t->hAdapterFile);
     if (FAILED(hr))
@@ -396,6 +402,17 @@ static void InvalidateWindow(Test *t)
     WaitCount(t, &t->bindsOutstanding, 0, TRUE, "the Invalidate completion");
 }
 
+/* A 0-byte Send: the end of the test. */
+static void SendFinal(Test *t)
+{
+    HRESULT hr;
+    t->sendsOutstanding++;
+    hr = t->pQp->lpVtbl->Send(t->pQp, SEND_CTXT, NULL, 0, 0);
+    if (FAILED(hr))
+        Fail("IND2QueuePair::Send", hr);
+    WaitCount(t, &t->sendsOutstanding, 0, TRUE, "the final Send completion");
+}
+
 static void Disconnect(Test *t)
 {
     HRESULT hr;
@@ -437,6 +454,39 @@ static void Shutdown(Test *t)
         CloseHandle(t->ov.hEvent);
     if (t->pBuf != NULL)
         HeapFree(GetProcessHeap(), 0, t->pBuf);
+}
+
+/* System-wide CPU use, as Microsoft's examples measure it (100 = one CPU). */
+typedef struct _CpuSample {
+    ULONGLONG idle, kernel, user;
+} CpuSample;
+
+static ULONGLONG FileTime64(const FILETIME *ft)
+{
+    return ((ULONGLONG)ft->dwHighDateTime << 32) | ft->dwLowDateTime;
+}
+
+static void CpuStart(CpuSample *s)
+{
+    FILETIME idle, kernel, user;
+    if (!GetSystemTimes(&idle, &kernel, &user)) {
+        s->idle = s->kernel = s->user = 0;
+        return;
+    }
+    s->idle = FileTime64(&idle);
+    s->kernel = FileTime64(&kernel);
+    s->user = FileTime64(&user);
+}
+
+static double CpuReport(const CpuSample *start, DWORD nCpu)
+{
+    CpuSample now;
+    double total;
+    CpuStart(&now);
+    total = (double)((now.kernel - start->kernel) + (now.user - start->user));
+    if (total <= 0.0)
+        return 0.0;
+    return (100.0 - 100.0 * (double)(now.idle - start->idle) / total) * nCpu;
 }
 
 /* Next size of the sweep, or 0 when done.  Client and server use the same. */
@@ -516,7 +566,9 @@ static void RunServer(Test *t, const struct sockaddr *pAddr, ULONG cbAddr)
         Fail("IND2Listener::GetConnectionRequest", hr);
 
     hr = t->pConnector->lpVtbl->GetPrivateData(t->pConnector, &data, &cbData);
-    if (FAILED(hr) || cbData < sizeof(data))
+    /* A transport may pad private data: ND_BUFFER_OVERFLOW with our bytes
+     * copied is fine. */
+    if ((FAILED(hr) && hr != ND_BUFFER_OVERFLOW) || cbData < sizeof(data))
         Fail("IND2Connector::GetPrivateData", hr);
     if (data.magic != CONNECT_MAGIC || data.minSize == 0 || data.maxSize < data.minSize ||
         data.maxSize > MAX_XFER || data.iterations == 0) {
@@ -550,7 +602,10 @@ static void RunServer(Test *t, const struct sockaddr *pAddr, ULONG cbAddr)
     WaitCount(t, &t->recvsDone, 2, FALSE, "the client's final message");
     if (t->lastRecvBytes != 0)
         FailMsg("final message of a wrong size");
+    /* The client no longer writes to our window; then answer, so that the
+     * client disconnects only after this Invalidate. */
     InvalidateWindow(t);
+    SendFinal(t);
     Disconnect(t);
 }
 
@@ -561,6 +616,7 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
     ConnectData data;
     SYSTEM_INFO si;
     LARGE_INTEGER freq, start, end;
+    CpuSample cpu;
     ULONG size;
     HRESULT hr;
 
@@ -595,6 +651,8 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
     if (t->lastRecvBytes != sizeof(PeerInfo))
         FailMsg("PeerInfo of a wrong size");
     t->peer = *t->pPeerIn;
+    /* For the server's final message. */
+    PostPeerInfoReceive(t);
 
     DoPings(t, HDR_LEN, WARMUP_ITERATIONS, 'A', 'B');
 
@@ -602,26 +660,28 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
     QueryPerformanceFrequency(&freq);
     printf("Using %u processors. Sender Frequency is %lld\n\n",
            (unsigned)si.dwNumberOfProcessors, (long long)freq.QuadPart);
-    printf("%9s %9s %9s %11s\n", "Size", "Iter", "Latency", "Bytes/Sec");
+    printf("%9s %9s %9s %7s %11s\n", "Size", "Iter", "Latency", "CPU", "Bytes/Sec");
     for (size = minSize; size != 0; size = NextSize(size, maxSize)) {
-        double us;
+        double us, cpuUse;
+        CpuStart(&cpu);
         QueryPerformanceCounter(&start);
         DoPings(t, size, iterations, 'X', 'Y');
         QueryPerformanceCounter(&end);
+        cpuUse = CpuReport(&cpu, si.dwNumberOfProcessors);
         us = (double)(end.QuadPart - start.QuadPart) * 1000000.0 / (double)freq.QuadPart;
         /* A full round trip per iteration; bytes counted one way. */
-        printf("%9u %9u %9.2f %11.0f\n", size, iterations, us / iterations,
+        printf("%9u %9u %9.2f %7.2f %11.0f\n", size, iterations, us / iterations, cpuUse,
                (double)size * iterations / (us / 1000000.0));
         fflush(stdout);
     }
 
-    /* A 0-byte Send tells the server we are done. */
-    t->sendsOutstanding++;
-    hr = t->pQp->lpVtbl->Send(t->pQp, SEND_CTXT, NULL, 0, 0);
-    if (FAILED(hr))
-        Fail("IND2QueuePair::Send", hr);
-    WaitCount(t, &t->sendsOutstanding, 0, TRUE, "the final Send completion");
+    /* The server no longer writes to our window.  A 0-byte Send tells it we
+     * are done; its 0-byte answer says it has invalidated its own window. */
     InvalidateWindow(t);
+    SendFinal(t);
+    WaitCount(t, &t->recvsDone, 2, FALSE, "the server's final message");
+    if (t->lastRecvBytes != 0)
+        FailMsg("final message of a wrong size");
     Disconnect(t);
 }
 

@@ -25,6 +25,7 @@
 #define NDW_API_H
 
 #include "ndw_types.h"
+#include "ndw_windef.h"
 #include "ndw_tchar.h"
 #include "ndw_posix.h"
 #include "winerror.h"
@@ -91,26 +92,7 @@
 #define HasOverlappedIoCompleted(lpOverlapped) \
     (((DWORD)(lpOverlapped)->Internal) != 0x00000103)
 
-/* ---- small macros (minwindef.h) ------------------------------------------ */
-
-#define MAKEWORD(a, b) \
-    ((WORD)(((BYTE)(((DWORD_PTR)(a)) & 0xff)) | ((WORD)((BYTE)(((DWORD_PTR)(b)) & 0xff))) << 8))
-#define MAKELONG(a, b) \
-    ((LONG)(((WORD)(((DWORD_PTR)(a)) & 0xffff)) | ((DWORD)((WORD)(((DWORD_PTR)(b)) & 0xffff))) << 16))
-#define LOWORD(l) ((WORD)(((DWORD_PTR)(l)) & 0xffff))
-#define HIWORD(l) ((WORD)((((DWORD_PTR)(l)) >> 16) & 0xffff))
-#define LOBYTE(w) ((BYTE)(((DWORD_PTR)(w)) & 0xff))
-#define HIBYTE(w) ((BYTE)((((DWORD_PTR)(w)) >> 8) & 0xff))
-
-#ifndef IN
-#define IN
-#endif
-#ifndef OUT
-#define OUT
-#endif
-#ifndef OPTIONAL
-#define OPTIONAL
-#endif
+NDW_QUIET_BEGIN
 
 /*
  * min/max.  Windows' windef.h defines function-like macros, but a `min`
@@ -242,11 +224,10 @@ HANDLE ndw_CreateThread(void *lpThreadAttributes, SIZE_T dwStackSize,
                         DWORD (*lpStartAddress)(void *), void *lpParameter,
                         DWORD dwCreationFlags, DWORD *lpThreadId);
 BOOL ndw_GetExitCodeThread(HANDLE hThread, DWORD *lpExitCode);
-DWORD ndw_GetLastError(void);
-void ndw_SetLastError(DWORD dwErrCode);
 BOOL ndw_GetSystemTimes(FILETIME *lpIdleTime, FILETIME *lpKernelTime,
                         FILETIME *lpUserTime);
 EXTERN_C_END
+#include "ndw_lasterror.h"
 
 /* Handles.  Any handle may carry Windows' two low "tag" bits. */
 static inline BOOL CloseHandle(HANDLE hObject) { return ndw_CloseHandle(hObject); }
@@ -592,5 +573,7 @@ inline T *InterlockedCompareExchangePointer(T *volatile *p, E exchange, C compar
 #define InterlockedCompareExchangePointer InterlockedCompareExchange
 
 #endif /* __cplusplus */
+
+NDW_QUIET_END
 
 #endif /* NDW_API_H */

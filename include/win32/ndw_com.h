@@ -58,6 +58,7 @@ typedef CLSID *LPCLSID;
 
 /* Equality compares the 16 bytes, never the addresses. */
 #ifdef __cplusplus
+NDW_QUIET_BEGIN
 inline int InlineIsEqualGUID(REFGUID a, REFGUID b)
 {
     return memcmp(&a, &b, sizeof(GUID)) == 0;
@@ -68,6 +69,7 @@ inline int IsEqualGUID(REFGUID a, REFGUID b)
 }
 inline bool operator==(REFGUID a, REFGUID b) { return IsEqualGUID(a, b) != 0; }
 inline bool operator!=(REFGUID a, REFGUID b) { return IsEqualGUID(a, b) == 0; }
+NDW_QUIET_END
 #else
 #define InlineIsEqualGUID(a, b) (memcmp((a), (b), sizeof(GUID)) == 0)
 #define IsEqualGUID(a, b) (memcmp((a), (b), sizeof(GUID)) == 0)
@@ -79,9 +81,6 @@ inline bool operator!=(REFGUID a, REFGUID b) { return IsEqualGUID(a, b) == 0; }
 
 #if defined(__cplusplus) && !defined(CINTERFACE)
 
-#ifndef interface
-#define interface struct
-#endif
 #define STDMETHOD(method) virtual HRESULT STDMETHODCALLTYPE method
 #define STDMETHOD_(type, method) virtual type STDMETHODCALLTYPE method
 #define STDMETHODV(method) virtual HRESULT STDMETHODVCALLTYPE method
@@ -98,9 +97,6 @@ inline bool operator!=(REFGUID a, REFGUID b) { return IsEqualGUID(a, b) == 0; }
 
 #else /* C, or C++ with CINTERFACE */
 
-#ifndef interface
-#define interface struct
-#endif
 #define STDMETHOD(method) HRESULT(STDMETHODCALLTYPE *method)
 #define STDMETHOD_(type, method) type(STDMETHODCALLTYPE *method)
 #define STDMETHODV(method) HRESULT(STDMETHODVCALLTYPE *method)
@@ -143,12 +139,27 @@ inline bool operator!=(REFGUID a, REFGUID b) { return IsEqualGUID(a, b) == 0; }
 #define END_INTERFACE
 #endif
 
-/* Silence -Wnon-virtual-dtor around interface declarations (see above). */
-#ifdef __cplusplus
+/*
+ * Around interface declarations, silence -Wnon-virtual-dtor (see above) and
+ * -Wsuggest-override: each interface re-declares its base's methods, as
+ * the C form requires, and in C++ those re-declarations are overrides.
+ */
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
 #define NDW_INTERFACES_BEGIN \
     _Pragma("GCC diagnostic push") \
-    _Pragma("GCC diagnostic ignored \"-Wnon-virtual-dtor\"")
+    _Pragma("GCC diagnostic ignored \"-Wnon-virtual-dtor\"") \
+    _Pragma("GCC diagnostic ignored \"-Wsuggest-override\"")
 #define NDW_INTERFACES_END _Pragma("GCC diagnostic pop")
+#elif defined(__cplusplus) && defined(__clang__)
+#define NDW_INTERFACES_BEGIN \
+    _Pragma("clang diagnostic push") \
+    _Pragma("clang diagnostic ignored \"-Wunknown-warning-option\"") \
+    _Pragma("clang diagnostic ignored \"-Wnon-virtual-dtor\"") \
+    _Pragma("clang diagnostic ignored \"-Wsuggest-override\"")
+#define NDW_INTERFACES_END _Pragma("clang diagnostic pop")
+#elif defined(__cplusplus)
+#define NDW_INTERFACES_BEGIN
+#define NDW_INTERFACES_END
 #else
 #define NDW_INTERFACES_BEGIN
 #define NDW_INTERFACES_END

@@ -12,10 +12,13 @@
 #define NDW_CRT_H
 
 #include "ndw_types.h"
+#include "ndw_windef.h"
 #include "ndw_posix.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+
+NDW_QUIET_BEGIN
 
 /* _countof: a C++ array-only form that rejects pointers, the sizeof form in C. */
 #ifndef _countof
@@ -208,5 +211,7 @@ static inline int sprintf_s(char *buffer, size_t size, const char *format, ...)
 #define _vsnprintf vsnprintf
 #define printf_s printf
 #define fprintf_s fprintf
+
+NDW_QUIET_END
 
 #endif /* NDW_CRT_H */

@@ -1,13 +1,19 @@
 /*
- * ndw_types.h - Windows base types, calling-convention macros, HRESULT
- * basics, OVERLAPPED and the socket-address containers, for Linux (LP64).
+ * ndw_types.h - Windows base types, the COM calling-convention macros,
+ * HRESULT basics, OVERLAPPED and the socket-address containers, for Linux
+ * (LP64).
  *
  * Internal header of netdirect's Win32 compatibility layer.  It is included
  * by <ndspi.h> (so the ND headers work with only `-I include`) and by the
  * public Windows-named headers in this directory (<windows.h>, <winsock2.h>,
- * ...).  Every type here has the width it has on 64-bit Windows, following
- * Microsoft's "Windows Data Types" documentation, because the ND structures
- * and vtables are laid out with those widths.  See docs/PORTING.md.
+ * ...).  It holds only what the ND declarations need; the macros that only
+ * Windows programs use (WINAPI, VOID, CONTAINING_RECORD, ...) are in
+ * ndw_windef.h, so that they do not leak into Linux programs that include
+ * just <ndspi.h>.
+ *
+ * Every type has the width it has on 64-bit Windows, following Microsoft's
+ * "Windows Data Types" documentation, because the ND structures and vtables
+ * are laid out with those widths.  See docs/PORTING.md.
  *
  * LP64 traps handled here:
  *  - Windows `long` is 32 bits, Linux `long` is 64: LONG/ULONG/DWORD are
@@ -44,38 +50,12 @@
 #endif
 
 /*
- * Calling conventions.  64-bit Windows has a single convention and both
- * sides of this ABI are compiled for Linux, so every one of these is empty
- * and methods use the platform (SysV) convention.  ms_abi is deliberately
- * not used.
+ * The COM calling-convention macros the ND declarations use.  64-bit Windows
+ * has a single convention and both sides of this ABI are compiled for
+ * Linux, so they are empty and methods use the platform (SysV) convention;
+ * ms_abi is deliberately not used.  The other Windows calling-convention
+ * names (WINAPI, __stdcall, ...) are in ndw_windef.h.
  */
-#ifndef __cdecl
-#define __cdecl
-#endif
-#ifndef __stdcall
-#define __stdcall
-#endif
-#ifndef __fastcall
-#define __fastcall
-#endif
-#ifndef WINAPI
-#define WINAPI
-#endif
-#ifndef WINAPIV
-#define WINAPIV
-#endif
-#ifndef APIENTRY
-#define APIENTRY
-#endif
-#ifndef CALLBACK
-#define CALLBACK
-#endif
-#ifndef NTAPI
-#define NTAPI
-#endif
-#ifndef WSAAPI
-#define WSAAPI
-#endif
 #ifndef STDMETHODCALLTYPE
 #define STDMETHODCALLTYPE
 #endif
@@ -88,45 +68,45 @@
 #ifndef STDAPIVCALLTYPE
 #define STDAPIVCALLTYPE
 #endif
-#ifndef FAR
-#define FAR
-#endif
-#ifndef NEAR
-#define NEAR
-#endif
-#ifndef CONST
-#define CONST const
-#endif
-
-/* MSVC storage-class extensions: all no-ops, except forceinline. */
-#ifndef __declspec
-#define __declspec(x)
-#endif
-#ifndef __forceinline
-#define __forceinline inline __attribute__((__always_inline__))
-#endif
 #ifndef DECLSPEC_NOVTABLE
 #define DECLSPEC_NOVTABLE
 #endif
 #ifndef DECLSPEC_UUID
 #define DECLSPEC_UUID(x)
 #endif
-#ifndef DECLSPEC_NOINLINE
-#define DECLSPEC_NOINLINE __attribute__((__noinline__))
-#endif
-#ifndef DECLSPEC_ALIGN
-#define DECLSPEC_ALIGN(x) __attribute__((__aligned__(x)))
-#endif
 #ifndef DECLSPEC_SELECTANY
 /* selectany = one copy wins at link time; a weak definition is the ELF analogue. */
 #define DECLSPEC_SELECTANY __attribute__((__weak__))
 #endif
 
+/*
+ * The compatibility headers define inline functions in C style (casts,
+ * NULL) so that one body serves C and C++.  NDW_QUIET_BEGIN/END silence the
+ * C++-only style warnings a strict C++ build may enable (-Wold-style-cast,
+ * -Wuseless-cast, -Wzero-as-null-pointer-constant) for those bodies; they
+ * do not apply to the program's own code.
+ */
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#define NDW_QUIET_BEGIN \
+    _Pragma("GCC diagnostic push") \
+    _Pragma("GCC diagnostic ignored \"-Wold-style-cast\"") \
+    _Pragma("GCC diagnostic ignored \"-Wuseless-cast\"") \
+    _Pragma("GCC diagnostic ignored \"-Wzero-as-null-pointer-constant\"")
+#define NDW_QUIET_END _Pragma("GCC diagnostic pop")
+#elif defined(__cplusplus) && defined(__clang__)
+#define NDW_QUIET_BEGIN \
+    _Pragma("clang diagnostic push") \
+    _Pragma("clang diagnostic ignored \"-Wunknown-warning-option\"") \
+    _Pragma("clang diagnostic ignored \"-Wold-style-cast\"") \
+    _Pragma("clang diagnostic ignored \"-Wzero-as-null-pointer-constant\"")
+#define NDW_QUIET_END _Pragma("clang diagnostic pop")
+#else
+#define NDW_QUIET_BEGIN
+#define NDW_QUIET_END
+#endif
+
 /* ---- integer and pointer types (Windows x64 widths) -------------------- */
 
-#ifndef VOID
-#define VOID void
-#endif
 typedef void *PVOID, *LPVOID;
 typedef const void *LPCVOID, *PCVOID;
 
@@ -216,40 +196,6 @@ typedef void *HANDLE, **PHANDLE, **LPHANDLE;
 #define E_INVALIDARG ((HRESULT)0x80070057)
 #define CLASS_E_NOAGGREGATION ((HRESULT)0x80040110)
 #define CLASS_E_CLASSNOTAVAILABLE ((HRESULT)0x80040111)
-
-/* ---- structure helpers -------------------------------------------------- */
-
-/*
- * CONTAINING_RECORD is the Windows definition (address arithmetic on a null
- * pointer), not offsetof(): clients apply it to classes that are not
- * standard-layout, where offsetof() draws -Winvalid-offsetof in C++.
- */
-#ifndef CONTAINING_RECORD
-#define CONTAINING_RECORD(address, type, field) \
-    ((type *)((PCHAR)(address) - (ULONG_PTR)(&((type *)0)->field)))
-#endif
-#ifndef FIELD_OFFSET
-#define FIELD_OFFSET(type, field) ((LONG)(LONG_PTR) & (((type *)0)->field))
-#endif
-#ifndef RTL_FIELD_SIZE
-#define RTL_FIELD_SIZE(type, field) (sizeof(((type *)0)->field))
-#endif
-#ifndef UNREFERENCED_PARAMETER
-#define UNREFERENCED_PARAMETER(P) ((void)(P))
-#endif
-#ifndef DBG_UNREFERENCED_PARAMETER
-#define DBG_UNREFERENCED_PARAMETER(P) ((void)(P))
-#endif
-#ifndef UNREFERENCED_LOCAL_VARIABLE
-#define UNREFERENCED_LOCAL_VARIABLE(V) ((void)(V))
-#endif
-#ifndef C_ASSERT
-#ifdef __cplusplus
-#define C_ASSERT(e) static_assert((e), #e)
-#else
-#define C_ASSERT(e) _Static_assert((e), #e)
-#endif
-#endif
 
 /* ---- OVERLAPPED (Microsoft "OVERLAPPED structure", minwinbase.h) --------
  * 32 bytes on x64 and on LP64 alike.  The anonymous union and struct are

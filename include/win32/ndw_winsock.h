@@ -17,12 +17,15 @@
 #define NDW_WINSOCK_H
 
 #include "ndw_types.h"
+#include "ndw_windef.h"
 #include "ndw_tchar.h"
 #include "ndw_posix.h"
 #include "winerror.h"
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <unistd.h>
+
+NDW_QUIET_BEGIN
 
 typedef int SOCKET;
 #define INVALID_SOCKET (-1)
@@ -57,10 +60,7 @@ typedef struct WSAData {
 } WSADATA, *LPWSADATA;
 
 /* Last error, shared with GetLastError (both are the library's value). */
-EXTERN_C_START
-DWORD ndw_GetLastError(void);
-void ndw_SetLastError(DWORD dwErrCode);
-EXTERN_C_END
+#include "ndw_lasterror.h"
 static inline int WSAGetLastError(void) { return (int)ndw_GetLastError(); }
 static inline void WSASetLastError(int iError) { ndw_SetLastError((DWORD)iError); }
 
@@ -266,5 +266,7 @@ static inline PCWSTR InetNtopW(INT Family, const VOID *pAddr, PWSTR pStringBuf,
 #define InetPton InetPtonA
 #define InetNtop InetNtopA
 #endif
+
+NDW_QUIET_END
 
 #endif /* NDW_WINSOCK_H */

@@ -25,6 +25,7 @@
 #ifndef NDW_WPRINTF_H
 #define NDW_WPRINTF_H
 
+#include "ndw_types.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@
 #ifdef __cplusplus
 #include <cwchar> /* its `using ::wprintf` must see the real function */
 #endif
+
+NDW_QUIET_BEGIN
 
 /* Largest formatted result, in wide characters, before giving up. */
 #define NDW_WPRINTF_MAX_CHARS (1u << 22)
@@ -292,6 +295,15 @@ inline int nd_compat_swprintf(wchar_t (&buffer)[N], const wchar_t *format, ...)
 }
 #endif
 
+/*
+ * With _FORTIFY_SOURCE and a compiler without __builtin_va_arg_pack
+ * (clang), glibc itself defines some of these names as macros: replace them.
+ */
+#undef wprintf
+#undef fwprintf
+#undef vwprintf
+#undef vfwprintf
+#undef swprintf
 #define wprintf nd_compat_wprintf
 #define fwprintf nd_compat_fwprintf
 #define vwprintf nd_compat_vwprintf
@@ -312,5 +324,7 @@ using ::nd_compat_vwprintf;
 using ::nd_compat_wprintf;
 } // namespace std
 #endif
+
+NDW_QUIET_END
 
 #endif /* NDW_WPRINTF_H */

@@ -10,6 +10,7 @@
 #define _OBJBASE_H_
 
 #include "ndw_com.h"
+#include "ndw_windef.h"
 #include "winerror.h"
 
 #endif /* _OBJBASE_H_ */

@@ -11,6 +11,7 @@
 
 #include "windows.h"
 
+NDW_QUIET_BEGIN
 typedef unsigned(__stdcall *_beginthreadex_proc_type)(void *);
 
 static inline uintptr_t _beginthreadex(void *security, unsigned stack_size,
@@ -22,5 +23,6 @@ static inline uintptr_t _beginthreadex(void *security, unsigned stack_size,
                                    start_address, arglist, initflag, thrdaddr);
 }
 static inline int _getpid(void) { return (int)getpid(); }
+NDW_QUIET_END
 
 #endif /* _INC_PROCESS */

@@ -148,6 +148,7 @@ typedef int _TINT;
 
 #if defined(_UNICODE) && !defined(ND_COMPAT_NO_WMAIN)
 
+NDW_QUIET_BEGIN
 EXTERN_C_START
 /*
  * The program's _tmain/wmain.  Declared weak so that translation units that
@@ -189,6 +190,7 @@ int nd_compat_main_entry(int argc, char **argv)
     return nd_compat_wmain(argc, wargv);
 }
 EXTERN_C_END
+NDW_QUIET_END
 
 /*
  * `int __cdecl _tmain(int argc, TCHAR *argv[])` expands to

@@ -10,5 +10,6 @@
 #define __unknwn_h__
 
 #include "ndw_com.h"
+#include "ndw_windef.h"
 
 #endif /* __unknwn_h__ */

@@ -18,6 +18,7 @@
 #define _WINDOWS_
 
 #include "ndw_types.h"
+#include "ndw_windef.h"
 #include "ndw_tchar.h"
 #include "ndw_com.h"
 #include "winerror.h"
