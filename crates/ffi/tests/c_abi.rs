@@ -180,3 +180,17 @@ fn headers_hold_the_abi_from_c_and_cxx() {
     assert!(o.status.success(), "tests/abi/check.sh failed:\n{out}");
     assert!(out.contains(" 0 failed"), "{out}");
 }
+
+/// examples/c/ndabi.cpp: every method of every ND v2 interface and every helper, with the NULL
+/// and short-buffer cases, each status checked; it lists the methods it covered.
+#[test]
+fn ndabi_covers_every_method_with_its_statuses() {
+    let exe = build("ndabi", Lang::Cxx, &["examples/c/ndabi.cpp"], &[]);
+    each(|provider, ip| {
+        let out = start(&exe, &[ip], &[("ND_PROVIDER", provider)]).success();
+        assert!(
+            out.contains("Methods covered") && out.contains(" 0 failed"),
+            "{provider} {ip}:\n{out}"
+        );
+    });
+}

@@ -161,6 +161,7 @@ impl CompletionQueue for ShmCq {
             let m = self.wanting();
             if m == 0 {
                 self.core.short_poll();
+                self.core.note_empty_poll();
                 return 0;
             }
             // The fast links with work are driven in their queue pairs' lanes, the overflow

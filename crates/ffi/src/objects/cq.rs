@@ -89,11 +89,9 @@ pub unsafe fn affinity_out(
     group: *mut u16,
     mask: *mut usize,
 ) -> HRESULT {
-    if group.is_null() {
-        return Status::invalid_parameter(1).0;
-    }
-    if mask.is_null() {
-        return Status::invalid_parameter(2).0;
+    // A null out-pointer is ND_INVALID_PARAMETER, the status the method documents.
+    if group.is_null() || mask.is_null() {
+        return Status::INVALID_PARAMETER.0;
     }
     match r {
         // SAFETY: both checked non-null; the caller's.

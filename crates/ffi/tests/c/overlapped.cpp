@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+// The provider module entry point (libnetdirect exports it, as an ND provider DLL does).
+extern "C" HRESULT DllGetClassObject(REFCLSID clsid, REFIID iid, void** pp);
+
 static int failures = 0;
 static int checks = 0;
 
@@ -83,6 +86,28 @@ int main(int argc, char** argv)
 
     CHECK_HR(NdCleanup(), ND_DEVICE_NOT_READY);
     CHECK_HR(NdStartup(), ND_SUCCESS);
+
+    // IND2Provider, reached as Microsoft's helper library reaches a provider.
+    IND2Provider* provider = NULL;
+    CHECK_HR(DllGetClassObject(IID_IND2Provider, IID_IND2Provider, (void**)&provider), S_OK);
+    if (provider != NULL) {
+        ULONG cb = 0;
+        CHECK_HR(provider->QueryAddressList(NULL, &cb), ND_BUFFER_OVERFLOW);
+        CHECK(cb >= sizeof(SOCKET_ADDRESS_LIST), "the size query says %lu", (unsigned long)cb);
+        SOCKET_ADDRESS_LIST* list = (SOCKET_ADDRESS_LIST*)malloc(cb);
+        CHECK_HR(provider->QueryAddressList(list, &cb), ND_SUCCESS);
+        CHECK(list->iAddressCount >= 1, "no address");
+        free(list);
+        UINT64 id = 0;
+        CHECK_HR(provider->ResolveAddress((const sockaddr*)&addr, addrLen, &id), ND_SUCCESS);
+        CHECK_HR(provider->ResolveAddress((const sockaddr*)&addr, 8, &id), ND_INVALID_PARAMETER_2);
+        IND2Adapter* a2 = NULL;
+        CHECK_HR(provider->OpenAdapter(IID_IND2Adapter, id, (void**)&a2), ND_SUCCESS);
+        if (a2 != NULL) {
+            CHECK(a2->Release() == 0, "the provider's adapter's last Release");
+        }
+        CHECK(provider->Release() == 0, "the provider's last Release");
+    }
 
     IND2Adapter* adapter = NULL;
     CHECK_HR(NdOpenAdapter(IID_IND2Adapter, (const sockaddr*)&addr, addrLen, (void**)&adapter),
