@@ -779,7 +779,9 @@ mod tests {
                 MrFlags::ALLOW_LOCAL_WRITE,
                 Some(memory),
             )
-            .expect("register");
+            .expect("register")
+            .wait()
+            .expect("registered");
             token.store(slot.local_token(), Ordering::Relaxed);
             let weak = {
                 let r = slot.lock();
