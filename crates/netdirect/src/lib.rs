@@ -71,7 +71,7 @@
 //!
 //! `examples/hello_rdma.rs` goes on to RDMA Write and Read, with the memory's address and token
 //! passed in the private data; `examples/tokio_echo.rs` serves many connections from one
-//! thread under tokio (feature `tokio`, [`tokio::AdapterDriver`]).
+//! thread under tokio (feature `tokio`, `netdirect::tokio::AdapterDriver`).
 //!
 //! ## Asynchronous requests
 //! ND's overlapped requests are [`Overlapped`] handles: poll them
@@ -95,8 +95,8 @@
 //!
 //! ## Features
 //!
-//! * `tokio`: [`tokio::AdapterDriver`], which drives an adapter's I/O from tokio's reactor so
-//!   that tasks can `.await` requests and completions.
+//! * `tokio`: `netdirect::tokio::AdapterDriver`, which drives an adapter's I/O from tokio's
+//!   reactor so that tasks can `.await` requests and completions.
 
 #![warn(missing_docs)]
 
