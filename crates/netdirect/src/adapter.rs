@@ -352,36 +352,42 @@ impl QueuePairConfig {
     }
 
     /// Set [`QueuePairConfig::context`].
+    #[must_use]
     pub const fn context(mut self, context: u64) -> Self {
         self.context = context;
         self
     }
 
     /// Set [`QueuePairConfig::receive_depth`].
+    #[must_use]
     pub const fn receive_depth(mut self, depth: u32) -> Self {
         self.receive_depth = depth;
         self
     }
 
     /// Set [`QueuePairConfig::initiator_depth`].
+    #[must_use]
     pub const fn initiator_depth(mut self, depth: u32) -> Self {
         self.initiator_depth = depth;
         self
     }
 
     /// Set [`QueuePairConfig::max_receive_sge`].
+    #[must_use]
     pub const fn max_receive_sge(mut self, sge: u32) -> Self {
         self.max_receive_sge = sge;
         self
     }
 
     /// Set [`QueuePairConfig::max_initiator_sge`].
+    #[must_use]
     pub const fn max_initiator_sge(mut self, sge: u32) -> Self {
         self.max_initiator_sge = sge;
         self
     }
 
     /// Set [`QueuePairConfig::inline_data`].
+    #[must_use]
     pub const fn inline_data(mut self, bytes: u32) -> Self {
         self.inline_data = bytes;
         self

@@ -262,6 +262,7 @@ impl<'a> ConnectConfig<'a> {
     }
 
     /// Set [`ConnectConfig::inbound_read_limit`] and [`ConnectConfig::outbound_read_limit`].
+    #[must_use]
     pub const fn read_limits(mut self, inbound: u32, outbound: u32) -> Self {
         self.inbound_read_limit = inbound;
         self.outbound_read_limit = outbound;
@@ -269,6 +270,7 @@ impl<'a> ConnectConfig<'a> {
     }
 
     /// Set [`ConnectConfig::private_data`].
+    #[must_use]
     pub const fn private_data(mut self, data: &'a [u8]) -> Self {
         self.private_data = data;
         self

@@ -283,6 +283,7 @@ impl Buffer {
     /// # Panics
     /// If `range` is out of bounds or longer than `u32::MAX` bytes, as slice indexing does;
     /// [`Buffer::try_sge`] says `None` instead.
+    #[must_use]
     pub fn sge(&self, range: Range<usize>, token: u32) -> Sge {
         self.try_sge(range, token)
             .expect("SGE range inside the buffer and at most 4 GiB")
@@ -290,6 +291,7 @@ impl Buffer {
 
     /// An SGE for `range` of this buffer under `token`; `None` if `range` is out of bounds or
     /// longer than `u32::MAX` bytes.
+    #[must_use]
     pub fn try_sge(&self, range: Range<usize>, token: u32) -> Option<Sge> {
         if range.start > range.end || range.end > self.len {
             return None;
