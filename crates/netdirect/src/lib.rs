@@ -145,6 +145,18 @@ pub use memory::{Buffer, MemoryRegion, MemoryWindow};
 /// # Ok(())
 /// # }
 /// ```
+///
+/// A request nobody waits for is a warning (`unused_must_use`), since its result would be
+/// lost; here made an error:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn finish(connector: &netdirect::Connector) -> netdirect::Result<()> {
+///     connector.complete_connect()?; // forgot `.wait()?`
+///     Ok(())
+/// }
+/// # fn main() {}
+/// ```
 pub use netdirect_spi::kit::overlapped::Overlapped;
 pub use netdirect_spi::{
     AdapterFlags, AdapterInfo, Error, MrFlags, NdResult, NotifyType, OpFlags, ReadLimits,
