@@ -20,7 +20,6 @@
 //! associated with.
 
 #![warn(missing_docs)]
-
 // Every function here is called from C: raw pointers are the interface.
 #![allow(clippy::missing_safety_doc)]
 // The vtables and objects are C data (function pointers, raw pointers): nothing to print.

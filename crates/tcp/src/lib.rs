@@ -19,7 +19,6 @@
 //! their RFC section and `docs/WIRE.md`.
 
 #![warn(missing_docs)]
-
 // `unsafe` appears only where application memory is touched by address (`mem`), in the
 // SPI's unsafe post methods, whose contracts it forwards, and in the wake signal's
 // installation and handler (`wake`).

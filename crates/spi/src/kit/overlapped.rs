@@ -656,7 +656,11 @@ pub(crate) mod tests {
         c.complete(Status::SUCCESS);
         assert_eq!(hook.0.load(Ordering::Relaxed), 1, "woken by the completion");
         assert!(ov.wake_on_completion(&Waker::from(hook.clone())));
-        assert_eq!(hook.0.load(Ordering::Relaxed), 1, "a finished request wakes nothing");
+        assert_eq!(
+            hook.0.load(Ordering::Relaxed),
+            1,
+            "a finished request wakes nothing"
+        );
     }
 
     /// A claimed request is out of a cancel's reach; a cancelled one cannot be claimed.
