@@ -103,8 +103,8 @@ impl AdapterDriver {
     pub async fn turn(&self) -> io::Result<()> {
         let mut ready = self.fd.readable().await?;
         self.fd.get_ref().progress();
-        // The descriptor is edge-triggered for the reactor: progress consumed what made it
-        // readable, and anything arriving from now on makes it readable again.
+        // `progress` handled everything the descriptor reported (the providers read their
+        // sockets until `EAGAIN`); whatever arrives from now on makes it readable again.
         ready.clear_ready();
         Ok(())
     }
