@@ -38,6 +38,18 @@ fn connect(
     server: &ConnectConfig<'_>,
     before_accept: impl FnOnce(&QueuePair),
 ) -> Pair {
+    connect_with_cq_depth(a, 64, config, client, server, before_accept)
+}
+
+/// [`connect`] with a client CQ of `client_cq_depth` entries.
+fn connect_with_cq_depth(
+    a: &Adapter,
+    client_cq_depth: u32,
+    config: QueuePairConfig,
+    client: &ConnectConfig<'_>,
+    server: &ConnectConfig<'_>,
+    before_accept: impl FnOnce(&QueuePair),
+) -> Pair {
     let l = a.create_listener().expect("listener");
     l.bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
     l.listen(0).expect("listen");
@@ -50,7 +62,9 @@ fn connect(
     let sconn = a.create_connector().expect("connector");
     let request = l.get_connection_request(&sconn).expect("request");
 
-    let ccq = a.create_completion_queue(64, 0, 0).expect("cq");
+    let ccq = a
+        .create_completion_queue(client_cq_depth, 0, 0)
+        .expect("cq");
     let cqp = a
         .create_queue_pair_with(&ccq, &ccq, config.context(2))
         .expect("client qp");
@@ -395,5 +409,73 @@ fn adapter_driver_drives_awaited_requests() {
             driver.abort();
             assert!(driver.await.unwrap_err().is_cancelled());
         });
+    }
+}
+
+/// After an overrun every Notify fails with `ND_BUFFER_OVERFLOW`, yet nothing is lost:
+/// `wait_for_context` polls instead of sleeping, and finds its completion behind the others.
+#[test]
+fn wait_for_context_polls_after_an_overrun() {
+    for provider in PROVIDERS {
+        let a = adapter(provider);
+        let p = connect_with_cq_depth(
+            &a,
+            2,
+            QueuePairConfig::new(),
+            &ConnectConfig::new(),
+            &ConnectConfig::new(),
+            |qp| {
+                for i in 0..3u64 {
+                    // SAFETY: no SGEs, no memory.
+                    unsafe { qp.receive(10 + i, &[]) }.expect("Receive");
+                }
+            },
+        );
+        // An armed Notify keeps completions in the queue (none goes straight to a poller).
+        let armed = p.ccq.notify(netdirect::NotifyType::Any).expect("notify");
+        for i in 0..3 {
+            send_empty(&p.cqp, 20 + i);
+        }
+        // Drive without taking completions until the third Send overruns the depth of 2.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            a.progress();
+            let ov = p.ccq.notify(netdirect::NotifyType::Any).expect("notify");
+            if ov.try_result() == Some(Err(Status::BUFFER_OVERFLOW.into())) {
+                break;
+            }
+            ov.cancel();
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{provider}: no overrun"
+            );
+            thread::yield_now();
+        }
+        assert!(
+            armed.is_complete(),
+            "{provider}: the first Send fired the Notify"
+        );
+
+        // A Receive that completes after the overrun.
+        // SAFETY: no SGEs, no memory.
+        unsafe { p.cqp.receive(50, &[]) }.expect("Receive");
+        send_empty(&p.sqp, 30);
+        p.scq.wait_for_context(30, None).expect("server Send");
+        let got = p
+            .ccq
+            .wait_for_context(50, Some(Duration::from_secs(10)))
+            .expect("the Receive, by polling");
+        assert_eq!(got.request_type, RequestType::Receive, "{provider}");
+        let mut r = [NdResult::EMPTY; 8];
+        let n = p.ccq.get_results(&mut r);
+        let contexts: Vec<u64> = r[..n].iter().map(|r| r.request_context).collect();
+        assert_eq!(
+            contexts,
+            [20, 21, 22],
+            "{provider}: every Send kept, in order"
+        );
+        // Still overrun: Notify keeps saying so.
+        let ov = p.ccq.notify(netdirect::NotifyType::Any).expect("notify");
+        assert_eq!(ov.try_result(), Some(Err(Status::BUFFER_OVERFLOW.into())));
     }
 }
