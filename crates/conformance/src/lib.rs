@@ -16,6 +16,7 @@
 //! Rule ids (`R-CANCEL-1`, `D9`, ...) and sections (`§2.10`) refer to the repository's
 //! `docs/ND-RULES.md`; wire facts to `docs/WIRE.md` and their RFCs.
 
+#![warn(missing_docs)]
 // Requests are lists of byte ranges (one per SGE): `&[0..64]` is a one-SGE request, not a
 // mistaken attempt at a Vec of the range's elements.
 #![allow(clippy::single_range_in_vec_init)]

@@ -760,7 +760,7 @@ fn a_placed_write_succeeds_when_the_target_flushes() {
         let mut none = [NdResult::default(); 1];
         let mut placed = false;
         for _ in 0..10_000_000 {
-            server.rcq.get_results(&mut none);
+            let _ = server.rcq.get_results(&mut none);
             // SAFETY: a racing placement of these 8 bytes only makes this read see old bytes.
             if unsafe { server.read(&[0..8], 8) } == b"flushed!" {
                 placed = true;

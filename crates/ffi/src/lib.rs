@@ -19,6 +19,7 @@
 //! its event, and queues a packet to the completion port its object's overlapped file is
 //! associated with.
 
+#![warn(missing_docs)]
 // Every function here is called from C: raw pointers are the interface.
 #![allow(clippy::missing_safety_doc)]
 // The vtables and objects are C data (function pointers, raw pointers): nothing to print.

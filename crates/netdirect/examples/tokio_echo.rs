@@ -1,33 +1,21 @@
 //! Many ND connections served from one thread under tokio.
 //!
-//! One task drives the adapter: it waits for the adapter's descriptor (`Adapter::fd`) to become
-//! readable with `AsyncFd` and calls `Adapter::progress`. Every other task just awaits ND
+//! One task drives the adapter (`netdirect::tokio::AdapterDriver`: the adapter's descriptor on
+//! tokio's reactor, `Adapter::progress` when it is readable). Every other task just awaits ND
 //! requests (`Overlapped` is a `Future`) and completions (`CompletionQueue::next_results`).
 //! The example starts an echo server and `CLIENTS` clients in the same runtime, on one thread,
 //! sends `ROUNDS` messages per client and checks every echo.
 //!
-//! Run: `cargo run --release -p netdirect --example tokio_echo`
+//! Run: `cargo run --release -p netdirect --features tokio --example tokio_echo`
 
 use std::rc::Rc;
 
-use netdirect::{Adapter, Buffer, MrFlags, NdResult, OpFlags, Provider, Status};
-use tokio::io::unix::AsyncFd;
+use netdirect::tokio::AdapterDriver;
+use netdirect::{Adapter, Buffer, ConnectConfig, MrFlags, NdResult, OpFlags, Provider, Status};
 
 const CLIENTS: usize = 32;
 const ROUNDS: usize = 100;
 const MSG: usize = 64;
-
-async fn drive(adapter: Adapter) {
-    // SAFETY: the `AsyncFd` owns the adapter, whose descriptor stays open and unchanged for the
-    // adapter's whole life, so for the whole life of the `AsyncFd`.
-    let fd = unsafe { AsyncFd::register_with_interest(adapter, tokio::io::Interest::READABLE) }
-        .expect("register the adapter descriptor");
-    loop {
-        let mut guard = fd.readable().await.expect("readable");
-        fd.get_ref().progress();
-        guard.clear_ready();
-    }
-}
 
 /// One connected endpoint: a CQ, a QP and a registered buffer [send | recv].
 struct Conn {
@@ -41,7 +29,10 @@ struct Conn {
 impl Conn {
     fn new(adapter: &Adapter) -> netdirect::Result<Self> {
         let cq = adapter.create_completion_queue(8, 0, 0)?;
-        let qp = adapter.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
+        let config = netdirect::QueuePairConfig::new()
+            .receive_depth(4)
+            .initiator_depth(4);
+        let qp = adapter.create_queue_pair_with(&cq, &cq, config)?;
         let buf = Buffer::new(2 * MSG)?;
         let mr = adapter.create_memory_region()?;
         mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)?
@@ -97,7 +88,7 @@ impl Conn {
 async fn serve_one(adapter: Adapter, connector: netdirect::Connector) -> netdirect::Result<()> {
     let c = Conn::new(&adapter)?;
     c.post_recv()?;
-    connector.accept(&c.qp, 0, 0, &[])?.await?;
+    connector.accept_with(&c.qp, &ConnectConfig::new())?.await?;
     for _ in 0..ROUNDS {
         let m = c.recv().await?;
         c.post_recv()?;
@@ -111,7 +102,9 @@ async fn client(adapter: Adapter, addr: std::net::SocketAddr, id: usize) -> netd
     c.post_recv()?;
     let connector = adapter.create_connector()?;
     connector.bind("127.0.0.1:0".parse().expect("addr"))?;
-    connector.connect(&c.qp, addr, 0, 0, &[])?.await?;
+    connector
+        .connect_with(&c.qp, addr, &ConnectConfig::new())?
+        .await?;
     connector.complete_connect()?.await?;
     for round in 0..ROUNDS {
         let mut m = [0u8; MSG];
@@ -136,7 +129,7 @@ fn main() {
         let adapter = provider
             .open_adapter_for("127.0.0.1:0".parse().expect("addr"))
             .expect("adapter");
-        tokio::task::spawn_local(drive(adapter.clone()));
+        let _driver = AdapterDriver::spawn(&adapter).expect("drive the adapter");
 
         let listener = adapter.create_listener().expect("listener");
         listener

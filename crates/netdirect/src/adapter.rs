@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::{Arc, Weak};
 
 use netdirect_spi::limits;
-use netdirect_spi::traits::{self, QueuePairConfig};
+use netdirect_spi::traits;
 
 use crate::{
     AdapterInfo, CompletionQueue, Connector, Listener, MemoryRegion, MemoryWindow, ProgressMode,
@@ -17,6 +17,29 @@ use crate::{
 /// An open adapter (`IND2Adapter`).
 ///
 /// Cloning is cheap and shares the adapter. Every object it creates keeps it alive.
+///
+/// ```
+/// use netdirect::{MrFlags, Provider, QueuePairConfig};
+///
+/// # fn main() -> netdirect::Result<()> {
+/// let adapter = Provider::open("tcp")?.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+/// let info = adapter.query();
+/// assert!(info.max_completion_queue_depth >= 64);
+///
+/// // The objects a connection needs.
+/// let cq = adapter.create_completion_queue(64, 0, 0)?;
+/// let qp = adapter.create_queue_pair_with(
+///     &cq,
+///     &cq,
+///     QueuePairConfig::new().receive_depth(16).initiator_depth(16),
+/// )?;
+/// let mr = adapter.create_memory_region()?;
+/// let connector = adapter.create_connector()?;
+/// let listener = adapter.create_listener()?;
+/// # let _ = (qp, mr, connector, listener);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Adapter {
     inner: Arc<dyn traits::Adapter>,
@@ -169,7 +192,7 @@ impl Adapter {
     ) -> Result<QueuePair> {
         self.check_mine(&receive_cq.adapter, 2)?;
         self.check_mine(&initiator_cq.adapter, 3)?;
-        let cfg = QueuePairConfig {
+        let cfg = traits::QueuePairConfig {
             receive_cq: receive_cq.as_spi().clone(),
             initiator_cq: initiator_cq.as_spi().clone(),
             srq: None,
@@ -182,6 +205,52 @@ impl Adapter {
         };
         limits::queue_pair(&self.info, &cfg)?;
         Ok(QueuePair::from_spi(self.inner.create_queue_pair(cfg)?))
+    }
+
+    /// `CreateQueuePair` with named fields: the same queue pair, checks and statuses as
+    /// [`Adapter::create_queue_pair`], whose parameter numbers the errors keep
+    /// (`receive_depth` → `ND_INVALID_PARAMETER_5`, `initiator_depth` → `_6`,
+    /// `max_receive_sge` → `_7`, `max_initiator_sge` → `_8`, `inline_data` → `_9`).
+    ///
+    /// ```
+    /// # fn main() -> netdirect::Result<()> {
+    /// use netdirect::{Provider, QueuePairConfig};
+    /// let adapter = Provider::open("tcp")?.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+    /// let cq = adapter.create_completion_queue(64, 0, 0)?;
+    /// let config = QueuePairConfig {
+    ///     receive_depth: 32,
+    ///     inline_data: 64,
+    ///     ..QueuePairConfig::default()
+    /// };
+    /// let qp = adapter.create_queue_pair_with(&cq, &cq, config)?;
+    /// # let _ = qp;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn create_queue_pair_with(
+        &self,
+        receive_cq: &CompletionQueue,
+        initiator_cq: &CompletionQueue,
+        config: QueuePairConfig,
+    ) -> Result<QueuePair> {
+        let QueuePairConfig {
+            context,
+            receive_depth,
+            initiator_depth,
+            max_receive_sge,
+            max_initiator_sge,
+            inline_data,
+        } = config;
+        self.create_queue_pair(
+            receive_cq,
+            initiator_cq,
+            context,
+            receive_depth,
+            initiator_depth,
+            max_receive_sge,
+            max_initiator_sge,
+            inline_data,
+        )
     }
 
     /// `CreateQueuePairWithSrq`. Errors: receive CQ `_2`, initiator CQ `_3`, SRQ `_4` (each for
@@ -199,7 +268,7 @@ impl Adapter {
         self.check_mine(&receive_cq.adapter, 2)?;
         self.check_mine(&initiator_cq.adapter, 3)?;
         self.check_mine(&srq.adapter, 4)?;
-        let cfg = QueuePairConfig {
+        let cfg = traits::QueuePairConfig {
             receive_cq: receive_cq.as_spi().clone(),
             initiator_cq: initiator_cq.as_spi().clone(),
             srq: Some(srq.as_spi().clone()),
@@ -250,5 +319,93 @@ impl AsFd for Adapter {
 impl AsRawFd for Adapter {
     fn as_raw_fd(&self) -> RawFd {
         self.fd().as_raw_fd()
+    }
+}
+
+/// The sizes of a queue pair, by name: [`Adapter::create_queue_pair_with`]'s argument (the
+/// positional ND form is [`Adapter::create_queue_pair`]).
+///
+/// Build it with a struct literal and `..QueuePairConfig::default()`, or with the setters:
+/// `QueuePairConfig::new().receive_depth(64).inline_data(128)`. Each limit is checked against
+/// the adapter's (`Adapter::query`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QueuePairConfig {
+    /// Comes back in every completion of the queue pair as `NdResult::qp_context`.
+    /// Default 0.
+    pub context: u64,
+    /// Receives that may be posted at once (`ReceiveQueueDepth`); 0 gets a queue of one.
+    /// Default 16.
+    pub receive_depth: u32,
+    /// Initiator requests (Send, Read, Write, Bind, Invalidate) that may be outstanding at once
+    /// (`InitiatorQueueDepth`); 0 gets a queue of one. Default 16.
+    pub initiator_depth: u32,
+    /// SGEs a Receive may have (`MaxReceiveRequestSge`). Default 1.
+    pub max_receive_sge: u32,
+    /// SGEs an initiator request may have (`MaxInitiatorRequestSge`). Default 1.
+    pub max_initiator_sge: u32,
+    /// Bytes an `INLINE` Send or Write may carry (`InlineDataSize`). Default 0 (the providers
+    /// still accept up to 1024, see [`QueuePair::send`]).
+    pub inline_data: u32,
+}
+
+impl Default for QueuePairConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl QueuePairConfig {
+    /// The defaults: context 0, depths 16 each way, one SGE each way, no inline size asked.
+    pub const fn new() -> Self {
+        Self {
+            context: 0,
+            receive_depth: 16,
+            initiator_depth: 16,
+            max_receive_sge: 1,
+            max_initiator_sge: 1,
+            inline_data: 0,
+        }
+    }
+
+    /// Set [`QueuePairConfig::context`].
+    #[must_use]
+    pub const fn context(mut self, context: u64) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Set [`QueuePairConfig::receive_depth`].
+    #[must_use]
+    pub const fn receive_depth(mut self, depth: u32) -> Self {
+        self.receive_depth = depth;
+        self
+    }
+
+    /// Set [`QueuePairConfig::initiator_depth`].
+    #[must_use]
+    pub const fn initiator_depth(mut self, depth: u32) -> Self {
+        self.initiator_depth = depth;
+        self
+    }
+
+    /// Set [`QueuePairConfig::max_receive_sge`].
+    #[must_use]
+    pub const fn max_receive_sge(mut self, sge: u32) -> Self {
+        self.max_receive_sge = sge;
+        self
+    }
+
+    /// Set [`QueuePairConfig::max_initiator_sge`].
+    #[must_use]
+    pub const fn max_initiator_sge(mut self, sge: u32) -> Self {
+        self.max_initiator_sge = sge;
+        self
+    }
+
+    /// Set [`QueuePairConfig::inline_data`].
+    #[must_use]
+    pub const fn inline_data(mut self, bytes: u32) -> Self {
+        self.inline_data = bytes;
+        self
     }
 }

@@ -13,7 +13,34 @@ use netdirect_spi::traits;
 
 use crate::{AdapterInfo, Error, Overlapped, QueuePair, ReadLimits, Result};
 
-/// A connector (`IND2Connector`).
+/// A connector (`IND2Connector`): one connection's setup and teardown, on either side.
+///
+/// The client binds, connects and completes the connection; the server receives a request
+/// into a fresh connector from [`Listener::get_connection_request`] and accepts it. The queue
+/// pair carries the traffic; the connector then reports the peer (addresses, private data,
+/// read limits) and ends the connection.
+///
+/// ```no_run
+/// use netdirect::{ConnectConfig, Provider, QueuePairConfig};
+///
+/// # fn main() -> netdirect::Result<()> {
+/// let adapter = Provider::open("tcp")?.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+/// let cq = adapter.create_completion_queue(64, 0, 0)?;
+/// let qp = adapter.create_queue_pair_with(&cq, &cq, QueuePairConfig::new())?;
+///
+/// let connector = adapter.create_connector()?;
+/// connector.bind("127.0.0.1:0".parse().unwrap())?;
+/// let server = "127.0.0.1:4791".parse().unwrap();
+/// // Let the server issue one RDMA Read to us, and issue up to four ourselves.
+/// let config = ConnectConfig::new().read_limits(1, 4).private_data(b"hello");
+/// connector.connect_with(&qp, server, &config)?.wait()?;
+/// println!("the server said {:?}", connector.private_data()?);
+/// connector.complete_connect()?.wait()?;
+/// // ... post to `qp` ...
+/// connector.disconnect()?.wait()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Connector {
     inner: Arc<dyn traits::Connector>,
@@ -66,6 +93,23 @@ impl Connector {
         self.inner.connect(qp.as_spi(), dest, limits, private_data)
     }
 
+    /// `Connect` with named fields: [`Connector::connect`] with the read limits and private
+    /// data of `config`; the same checks, statuses and completion.
+    pub fn connect_with(
+        &self,
+        qp: &QueuePair,
+        dest: SocketAddr,
+        config: &ConnectConfig<'_>,
+    ) -> Result<Overlapped> {
+        self.connect(
+            qp,
+            dest,
+            config.inbound_read_limit,
+            config.outbound_read_limit,
+            config.private_data,
+        )
+    }
+
     /// `CompleteConnect`: finish the active side after `connect` succeeded (sends the RTR);
     /// `ND_CONNECTION_INVALID` otherwise.
     pub fn complete_connect(&self) -> Result<Overlapped> {
@@ -87,6 +131,17 @@ impl Connector {
             outbound: outbound_read_limit,
         };
         self.inner.accept(qp.as_spi(), limits, private_data)
+    }
+
+    /// `Accept` with named fields: [`Connector::accept`] with the read limits and private data
+    /// of `config`; the same checks, statuses and completion.
+    pub fn accept_with(&self, qp: &QueuePair, config: &ConnectConfig<'_>) -> Result<Overlapped> {
+        self.accept(
+            qp,
+            config.inbound_read_limit,
+            config.outbound_read_limit,
+            config.private_data,
+        )
     }
 
     /// `Reject`: the passive side refuses a request (the peer's `connect` completes with
@@ -167,7 +222,80 @@ impl Connector {
     }
 }
 
-/// A listener (`IND2Listener`).
+/// What one side offers when connecting or accepting, by name: the argument of
+/// [`Connector::connect_with`] and [`Connector::accept_with`] (the positional ND forms are
+/// [`Connector::connect`] and [`Connector::accept`]).
+///
+/// ```
+/// use netdirect::ConnectConfig;
+/// let token = 0x1234_u32.to_le_bytes();
+/// let config = ConnectConfig {
+///     inbound_read_limit: 4,
+///     private_data: &token,
+///     ..ConnectConfig::default()
+/// };
+/// assert_eq!(config, ConnectConfig::new().read_limits(4, 0).private_data(&token));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ConnectConfig<'a> {
+    /// RDMA Reads the peer may have in flight against this side (IRD), clamped to the
+    /// adapter's and the peer's limits; `u32::MAX` asks for as many as they allow. Default 0:
+    /// the peer may not Read.
+    pub inbound_read_limit: u32,
+    /// RDMA Reads this side wants in flight at once (ORD), clamped likewise. Default 0: this
+    /// side does not Read.
+    pub outbound_read_limit: u32,
+    /// Bytes for the peer's [`Connector::private_data`]: at most the adapter's
+    /// `max_caller_data` when connecting, `max_callee_data` when accepting, else
+    /// `ND_INVALID_BUFFER_SIZE`. Default empty.
+    pub private_data: &'a [u8],
+}
+
+impl<'a> ConnectConfig<'a> {
+    /// No Reads either way, no private data.
+    pub const fn new() -> Self {
+        Self {
+            inbound_read_limit: 0,
+            outbound_read_limit: 0,
+            private_data: &[],
+        }
+    }
+
+    /// Set [`ConnectConfig::inbound_read_limit`] and [`ConnectConfig::outbound_read_limit`].
+    #[must_use]
+    pub const fn read_limits(mut self, inbound: u32, outbound: u32) -> Self {
+        self.inbound_read_limit = inbound;
+        self.outbound_read_limit = outbound;
+        self
+    }
+
+    /// Set [`ConnectConfig::private_data`].
+    #[must_use]
+    pub const fn private_data(mut self, data: &'a [u8]) -> Self {
+        self.private_data = data;
+        self
+    }
+}
+
+/// A listener (`IND2Listener`): takes connection requests on an address.
+///
+/// ```
+/// use netdirect::Provider;
+///
+/// # fn main() -> netdirect::Result<()> {
+/// let adapter = Provider::open("tcp")?.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+/// let listener = adapter.create_listener()?;
+/// listener.bind("127.0.0.1:0".parse().unwrap())?; // port 0: the provider picks one
+/// listener.listen(0)?;
+/// let addr = listener.get_local_address()?; // what clients connect to
+/// assert_ne!(addr.port(), 0);
+/// // Each request arrives in a fresh connector, which then accepts (or rejects) it:
+/// let connector = adapter.create_connector()?;
+/// let request = listener.get_connection_request(&connector)?;
+/// assert!(!request.is_complete(), "no client yet");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Listener {
     inner: Arc<dyn traits::Listener>,

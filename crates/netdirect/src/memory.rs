@@ -18,7 +18,26 @@ use netdirect_spi::traits;
 
 use crate::{Error, MrFlags, Overlapped, Result, Sge, Status};
 
-/// A memory region (`IND2MemoryRegion`).
+/// A memory region (`IND2MemoryRegion`): one registration of memory, which requests name by
+/// its local token and a peer by its remote token.
+///
+/// ```
+/// use netdirect::{Buffer, MrFlags, Provider};
+///
+/// # fn main() -> netdirect::Result<()> {
+/// let adapter = Provider::open("tcp")?.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+/// let buf = Buffer::new(4096)?;
+/// let mr = adapter.create_memory_region()?;
+/// // Local Receives and Reads may write it; a peer may Write it.
+/// mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE | MrFlags::ALLOW_REMOTE_WRITE)?
+///     .wait()?;
+/// let sge = buf.sge(0..1024, mr.get_local_token()); // for a post on this side
+/// let (address, token) = (buf.as_ptr() as u64, mr.get_remote_token()); // for the peer
+/// # let _ = (sge, address, token);
+/// mr.deregister()?.wait()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct MemoryRegion {
     inner: Arc<dyn traits::MemoryRegion>,
@@ -171,6 +190,22 @@ impl Drop for Alloc {
 /// do large ones beyond the memfd budget (a quarter of the descriptor limit, 16 to 4096 alive
 /// at once, `SharedMemory::budget`), so buffers never take the descriptors the process's
 /// sockets need.
+///
+/// ```
+/// use netdirect::Buffer;
+///
+/// # fn main() -> netdirect::Result<()> {
+/// let buf = Buffer::new(256)?;
+/// assert_eq!(buf.len(), 256);
+/// // SAFETY: the buffer is not registered yet, so no request or peer can touch it.
+/// unsafe { buf.as_mut_slice()[..5].copy_from_slice(b"hello") };
+/// // SAFETY: as above.
+/// assert_eq!(unsafe { &buf.as_slice()[..5] }, b"hello");
+/// // An SGE needs a region's token; out of range is `None`, not a panic.
+/// assert!(buf.try_sge(0..257, 0).is_none());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Buffer {
     ptr: *mut u8,
@@ -248,6 +283,7 @@ impl Buffer {
     /// # Panics
     /// If `range` is out of bounds or longer than `u32::MAX` bytes, as slice indexing does;
     /// [`Buffer::try_sge`] says `None` instead.
+    #[must_use]
     pub fn sge(&self, range: Range<usize>, token: u32) -> Sge {
         self.try_sge(range, token)
             .expect("SGE range inside the buffer and at most 4 GiB")
@@ -255,6 +291,7 @@ impl Buffer {
 
     /// An SGE for `range` of this buffer under `token`; `None` if `range` is out of bounds or
     /// longer than `u32::MAX` bytes.
+    #[must_use]
     pub fn try_sge(&self, range: Range<usize>, token: u32) -> Option<Sge> {
         if range.start > range.end || range.end > self.len {
             return None;

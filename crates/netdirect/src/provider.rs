@@ -27,7 +27,22 @@ fn registry() -> &'static RwLock<Vec<Arc<dyn traits::Provider>>> {
 /// The name of the default provider when `ND_PROVIDER` is unset.
 pub const DEFAULT_PROVIDER: &str = "tcp";
 
-/// An ND provider (`IND2Provider`).
+/// An ND provider (`IND2Provider`): a software RDMA implementation, which opens adapters.
+///
+/// ```
+/// use netdirect::Provider;
+///
+/// # fn main() -> netdirect::Result<()> {
+/// // The built-in providers, by name; `Provider::from_env()` honours `ND_PROVIDER`.
+/// let names: Vec<_> = Provider::all().iter().map(Provider::name).collect();
+/// assert!(names.contains(&"tcp") && names.contains(&"shm"));
+///
+/// let provider = Provider::open("shm")?;
+/// let adapter = provider.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+/// assert_eq!(adapter.provider_name(), "shm");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Provider {
     inner: Arc<dyn traits::Provider>,

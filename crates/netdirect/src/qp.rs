@@ -22,6 +22,46 @@ use crate::{MemoryRegion, MemoryWindow, OpFlags, Result, Sge};
 /// The exception is `INLINE` (Send and Write): its bytes are copied during the call, and, as
 /// docs/ND-RULES.md §2.9 allows, its tokens are not checked ("tokens may be invalid"), so the
 /// SGEs must name memory valid for reads for the call's duration, registered or not.
+///
+/// # Example
+///
+/// A Receive posted before connecting, then a Send of registered memory, each waited for by its
+/// context (the peer is a server like the one in the crate's quick start):
+///
+/// ```no_run
+/// use netdirect::{Buffer, ConnectConfig, MrFlags, OpFlags, Provider, QueuePairConfig};
+///
+/// # fn main() -> netdirect::Result<()> {
+/// let adapter = Provider::open("tcp")?.open_adapter_for("127.0.0.1:0".parse().unwrap())?;
+/// let cq = adapter.create_completion_queue(64, 0, 0)?;
+/// let qp = adapter.create_queue_pair_with(&cq, &cq, QueuePairConfig::new())?;
+/// let buf = Buffer::new(2048)?;
+/// let mr = adapter.create_memory_region()?;
+/// mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)?.wait()?;
+/// let token = mr.get_local_token();
+///
+/// const RECV: u64 = 1;
+/// const SEND: u64 = 2;
+/// // SAFETY: the second half is not touched until the Receive completes.
+/// unsafe { qp.receive(RECV, &[buf.sge(1024..2048, token)])? };
+///
+/// let connector = adapter.create_connector()?;
+/// connector.bind("127.0.0.1:0".parse().unwrap())?;
+/// connector.connect_with(&qp, "127.0.0.1:4791".parse().unwrap(), &ConnectConfig::new())?.wait()?;
+/// connector.complete_connect()?.wait()?;
+///
+/// // SAFETY: no request uses the first half yet.
+/// unsafe { buf.as_mut_slice()[..5].copy_from_slice(b"hello") };
+/// // SAFETY: the first half is not written until the Send completes.
+/// unsafe { qp.send(SEND, &[buf.sge(0..5, token)], OpFlags::empty())? };
+/// cq.wait_for_context(SEND, None)?;
+/// let reply = cq.wait_for_context(RECV, None)?;
+/// // SAFETY: the Receive completed.
+/// let bytes = unsafe { &buf.as_slice()[1024..1024 + reply.bytes_transferred as usize] };
+/// println!("{}", String::from_utf8_lossy(bytes));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct QueuePair {
     inner: Arc<dyn traits::QueuePair>,

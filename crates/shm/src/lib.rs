@@ -167,6 +167,7 @@
 //!
 //! Rule ids (`R-QP-7`, `D5`, ...) refer to the repository's `docs/ND-RULES.md`.
 
+#![warn(missing_docs)]
 // `unsafe` appears only in `segment` (the mapping and the ring's memory), `mem` (application
 // memory by address), `bias` (the biased mutex's cell) and the SPI's unsafe post methods, whose
 // contracts the queue pair forwards.

@@ -123,12 +123,17 @@ impl From<Error> for Status {
     }
 }
 
+/// The ND name, the hex value and the meaning, and for a too-small buffer the size needed:
+/// `Error { status: ND_INVALID_PARAMETER (0xC000000D): ... }`, so that what `fn main() ->
+/// Result<()>` prints on failure says what went wrong.
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.required_size() {
-            None => write!(f, "Error({:?})", self.status),
-            Some(n) => write!(f, "Error({:?}, {n} bytes required)", self.status),
+        let mut d = f.debug_struct("Error");
+        d.field("status", &format_args!("{}", self.status));
+        if let Some(n) = self.required_size() {
+            d.field("required_size", &n);
         }
+        d.finish()
     }
 }
 
@@ -162,7 +167,10 @@ mod tests {
         assert_eq!(Error::CANCELED.required_size(), None);
         assert_eq!(
             format!("{e:?}"),
-            "Error(ND_BUFFER_OVERFLOW, 40 bytes required)"
+            format!(
+                "Error {{ status: ND_BUFFER_OVERFLOW (0x80000005): {}, required_size: 40 }}",
+                Status::BUFFER_OVERFLOW.meaning()
+            )
         );
         // ND's size parameters are ULONGs; the largest size said is one short of their
         // maximum (the field keeps a value for "no size").
@@ -178,5 +186,23 @@ mod tests {
         );
         // A size of 0 is no size (no buffer is too small for it).
         assert_eq!(Error::buffer_overflow(0).required_size(), None);
+    }
+
+    /// `Debug` names the status, its value and its meaning (what `fn main() -> Result<()>`
+    /// prints), not only the name.
+    #[test]
+    fn debug_says_name_value_and_meaning() {
+        let e = Error::new(Status::INVALID_PARAMETER);
+        let meaning = Status::INVALID_PARAMETER.meaning();
+        assert!(!meaning.is_empty());
+        assert_eq!(
+            format!("{e:?}"),
+            format!("Error {{ status: ND_INVALID_PARAMETER (0xC000000D): {meaning} }}")
+        );
+        // An unnamed status still shows its value.
+        let odd = format!("{:?}", Error::new(Status(0x1234_5678_u32 as i32)));
+        assert_eq!(odd, "Error { status: status 0x12345678 }");
+        // Pretty form keeps the same fields.
+        assert!(format!("{:#?}", Error::buffer_overflow(7)).contains("required_size: 7"));
     }
 }

@@ -9,6 +9,7 @@
 //! repository's `docs/ND-RULES.md`, the ND rules this project follows, written from Microsoft's
 //! NetworkDirect SPI reference and its tests.
 
+#![warn(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 mod error;

@@ -18,6 +18,7 @@
 //! Rule ids (`R-QP-7`, `D5`, ...) refer to the repository's `docs/ND-RULES.md`; wire facts cite
 //! their RFC section and `docs/WIRE.md`.
 
+#![warn(missing_docs)]
 // `unsafe` appears only where application memory is touched by address (`mem`), in the
 // SPI's unsafe post methods, whose contracts it forwards, and in the wake signal's
 // installation and handler (`wake`).

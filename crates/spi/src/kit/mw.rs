@@ -314,7 +314,10 @@ mod tests {
     fn region(adapter: &Arc<Adapter>, buf: &mut [u8], flags: MrFlags) -> Arc<dyn MemoryRegion> {
         let r = Region::new(adapter.clone());
         // SAFETY: the tests never touch the memory through the registration.
-        unsafe { r.register(buf.as_mut_ptr(), buf.len(), flags, None) }.expect("register");
+        unsafe { r.register(buf.as_mut_ptr(), buf.len(), flags, None) }
+            .expect("register")
+            .wait()
+            .expect("registered");
         Arc::new(r)
     }
 

@@ -11,6 +11,10 @@
 //!
 //! Progress: this crate has no threads. A waiting caller drives the provider's I/O itself through
 //! the [`Driver`] it was given, so a blocked `wait` needs one wake-up per event.
+//!
+//! Providers make requests with [`Overlapped::pending`] and [`Overlapped::completed`]; those two
+//! are hidden from the application-facing documentation (the `netdirect` crate re-exports
+//! [`Overlapped`] for applications, which only ever receive one).
 
 use std::fmt;
 use std::future::Future;
@@ -98,8 +102,13 @@ struct OvState {
 
 /// One asynchronous ND request: the Rust form of an `OVERLAPPED` the provider completes.
 ///
-/// Cloning gives another handle to the same request.
+/// Cloning gives another handle to the same request. Dropping every handle does not cancel the
+/// request (it runs to completion, as an ND request whose `OVERLAPPED` nobody checks), but its
+/// result, success or failure, is then lost: hence `#[must_use]`. Finish it with
+/// [`Overlapped::wait`], `.await`, or poll it with [`Overlapped::get_overlapped_result`]
+/// (`wait = false`) or [`Overlapped::try_result`].
 #[derive(Clone)]
+#[must_use = "an ND request's result is lost unless you wait for it, await it or poll it"]
 pub struct Overlapped {
     state: Arc<OvState>,
 }
@@ -110,7 +119,8 @@ pub struct OvCompleter {
 }
 
 impl Overlapped {
-    /// A new pending request and the completer the provider keeps.
+    /// A new pending request and the completer the provider keeps (for providers).
+    #[doc(hidden)]
     pub fn pending(driver: Arc<dyn Driver>) -> (Self, OvCompleter) {
         let state = Arc::new(OvState {
             status: AtomicI32::new(Status::PENDING.0),
@@ -126,7 +136,8 @@ impl Overlapped {
         )
     }
 
-    /// A request that finished immediately with `status`.
+    /// A request that finished immediately with `status` (for providers).
+    #[doc(hidden)]
     pub fn completed(driver: Arc<dyn Driver>, status: Status) -> Self {
         let (ov, c) = Self::pending(driver);
         c.complete(status);
@@ -171,6 +182,7 @@ impl Overlapped {
     }
 
     /// Block at most `timeout` (forever with `None`). `None` is returned if it is still pending.
+    #[must_use = "`None` means the request is still pending"]
     pub fn wait_timeout(&self, timeout: Option<Duration>) -> Option<Result<()>> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
         let driver = &self.state.driver;
@@ -225,6 +237,7 @@ impl Overlapped {
     }
 
     /// The final result if the request has completed, without driving I/O.
+    #[must_use]
     pub fn try_result(&self) -> Option<Result<()>> {
         self.is_complete().then(|| Error::check(self.status()))
     }

@@ -293,7 +293,9 @@ fn deregister_waits_at_the_copy_barrier_with_the_memory_held() {
             MrFlags::ALLOW_LOCAL_WRITE,
             Some(memory),
         )
-        .expect("register");
+        .expect("register")
+        .wait()
+        .expect("registered");
         token.store(slot.local_token(), Ordering::Relaxed);
         let weak = {
             let r = slot.lock();
