@@ -111,6 +111,9 @@ pub struct PushKind {
 /// Empty polls between two adapter-wide drives ([`CqCore::note_empty_poll`]): about 0.4 ms
 /// of a thread spinning on an empty queue.
 pub const IDLE_POLLS: u32 = 8192;
+/// Empty polls between two activity marks ([`CqCore::note_empty_poll`]): a few microseconds
+/// of spinning, against the progress engine's 10 ms back-off.
+pub const ACTIVITY_POLLS: u32 = 64;
 
 impl CqCore {
     /// A queue of `depth` entries (the caller validated `depth`).
@@ -265,7 +268,6 @@ impl CqCore {
         if out.is_empty() {
             return 0;
         }
-        self.note_poll();
         let (n, drive) = self.take(out, true);
         if n > 0 || !drive {
             return n;
@@ -323,32 +325,30 @@ impl CqCore {
         }
     }
 
-    /// A poll found nothing: every [`IDLE_POLLS`]th such poll drives the whole adapter, not
-    /// only the queue pairs attached to this queue. A thread that polls one queue while a
-    /// queue pair of another one, which nobody polls, must progress for its request to
-    /// complete (one thread with both ends of a connection, or a target whose peer's
-    /// completions need it to place them) then still makes progress, at the cost of one
-    /// adapter-wide pass per [`IDLE_POLLS`] empty polls. Counted with a plain load and store:
-    /// a lost count between two polling threads only delays the pass.
+    /// A poll found nothing. Two things count such polls, with plain loads and stores (a lost
+    /// count between two polling threads only delays what it counts toward):
+    ///
+    /// * every [`ACTIVITY_POLLS`]th one marks the application as driving, so that a progress
+    ///   engine stays away (`kit::progress`; a thread that polls finds its queue empty often
+    ///   when it waits for a message, and a queue that is never empty does not need the mark);
+    /// * every [`IDLE_POLLS`]th one drives the whole adapter, not only the queue pairs attached
+    ///   to this queue: a thread that polls one queue while a queue pair of another one, which
+    ///   nobody polls, must progress for its request to complete (one thread with both ends of
+    ///   a connection, or a target whose peer's completions need it to place them) then still
+    ///   makes progress, for one adapter-wide pass per [`IDLE_POLLS`] empty polls.
     #[inline]
     pub fn note_empty_poll(&self) {
-        let n = self.empty_polls.load(Ordering::Relaxed) + 1;
+        let n = self.empty_polls.load(Ordering::Relaxed).wrapping_add(1);
+        if n % ACTIVITY_POLLS == 0 {
+            if let Some(a) = &self.activity {
+                a.touch();
+            }
+        }
         if n < IDLE_POLLS {
             self.empty_polls.store(n, Ordering::Relaxed);
         } else {
             self.empty_polls.store(0, Ordering::Relaxed);
             self.driver.progress();
-        }
-    }
-
-    /// The application polled (`GetResults`): a progress engine stays away
-    /// (`kit::progress`). [`CqCore::get_results`] calls it; a provider's own `get_results`
-    /// that returns without it calls it first. Only the application polls a completion queue,
-    /// so no engine-thread check is needed.
-    #[inline]
-    pub fn note_poll(&self) {
-        if let Some(a) = &self.activity {
-            a.touch();
         }
     }
 
