@@ -30,10 +30,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let providers = match &args.provider {
-        Some(p) => vec![common::open_provider(Some(p))?],
-        None => Provider::all(),
-    };
+    let providers = common::listed_providers(args.provider.as_deref())?;
     let mut out = Vec::new();
     for p in providers {
         let v = check(&p, SocketAddr::new(args.address, 0))

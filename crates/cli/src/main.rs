@@ -101,7 +101,10 @@ fn main() {
         Command::TcpStream(a) => rawstream::run(&a),
     };
     if let Err(e) = r {
-        eprintln!("nd: {e}");
+        // Empty: a loopback child has printed the error already.
+        if !e.is_empty() {
+            eprintln!("nd: {e}");
+        }
         std::process::exit(1);
     }
 }

@@ -46,6 +46,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
+    args.peer.serve(role, |role| run_as(args, role))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role) -> Result<(), String> {
     if args.pipeline == 0 {
         return Err("-q must be at least 1".into());
     }
@@ -57,6 +62,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     // Receive ever lands in bytes a Send is reading.
     let cfg = EndpointConfig {
         buf_len: 64 + max,
+        max_message: max,
         depth: DEPTH + 4,
         inline: 256,
         blocking: args.peer.blocking,
@@ -79,7 +85,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 credits: DEPTH,
                 pipeline: args.pipeline.min(DEPTH),
             };
-            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS);
+            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS)
+                .with_header(ep.header(args.peer.mode()));
             for &(size, n) in &plan.rounds {
                 let flags = ep.inline_flags(size);
                 c.batch(size, flags, plan.warmup_for(n))?;
@@ -103,7 +110,7 @@ fn post_recv(ep: &Endpoint, off: usize, len: usize) -> Result<(), String> {
     let sge = ep.sge(off..off + len);
     // SAFETY: the payload of these Receives is never read (only their lengths are), so many
     // Receives may share the same bytes.
-    unsafe { ep.qp.receive(RECV_CTX, &[sge]) }.map_err(|e| format!("receive: {e}"))
+    unsafe { ep.qp.receive(RECV_CTX, &[sge]) }.map_err(common::err("receive"))
 }
 
 /// A Send of `len` bytes at `off` (`len` 0: no SGE).
@@ -111,7 +118,7 @@ fn send(ep: &Endpoint, ctx: u64, off: usize, len: usize, flags: OpFlags) -> Resu
     let sge = [ep.sge(off..off + len)];
     let sge: &[Sge] = if len == 0 { &[] } else { &sge };
     // SAFETY: the bytes sent are never written while Sends are outstanding.
-    unsafe { ep.qp.send(ctx, sge, flags) }.map_err(|e| format!("send: {e}"))
+    unsafe { ep.qp.send(ctx, sge, flags) }.map_err(common::err("send"))
 }
 
 /// The server: repost every Receive at once, return DEPTH / 2 credits every DEPTH / 2

@@ -44,6 +44,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
+    args.peer.serve(role, |role| run_as(args, role))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role) -> Result<(), String> {
     let plan = args.sizes.plan(DEFAULTS)?;
     let repost = if args.repost_first { "first" } else { "after" };
     let provider = args.peer.provider()?;
@@ -51,6 +56,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     // [send | receive slot 0 | receive slot 1]
     let cfg = EndpointConfig {
         buf_len: slot * (SLOTS + 1),
+        max_message: plan.max_size(),
         depth: SLOTS as u32 + 2,
         inline: 256,
         blocking: args.peer.blocking,
@@ -61,11 +67,12 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         let slots = Slots::new(ep, slot);
         (0..SLOTS).try_for_each(|i| slots.repost(ep, i))
     };
-    let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
     let ep = match role {
         Role::Server(addr) => Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?,
         Role::Client(dest) => Endpoint::connect(&provider, dest, &cfg, post_all)?,
     };
+    let mut report =
+        Report::new(args.peer.json, plan.sweep, LAT_COLS).with_header(ep.header(args.peer.mode()));
     // The SGEs are made once, not per message.
     let slots = Slots::new(&ep, slot);
     // The client's slot still to repost, after its next Send (across sizes too).

@@ -7,7 +7,7 @@
 //! JSON: the [`Row`] throughput keys, `op` = `write` or `read`, and
 //! `pipeline` (requests kept outstanding).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use netdirect::{NdResult, OpFlags, Sge};
 
@@ -46,8 +46,15 @@ pub(crate) struct Args {
     pipeline: u32,
 }
 
-/// 64 KiB requests; 4 GiB per size unless -n says otherwise.
-const DEFAULTS: Defaults = Defaults::new(65536, 10_000_000, 4 << 30);
+/// 64 KiB requests; 4 GiB per size unless -n says otherwise (ndrping's volume). A sweep runs
+/// perftest's count for bandwidth tests (5,000 iterations) per size, and at most
+/// [`SWEEP_TIME`]: a million-iteration row of 1-byte Writes would take minutes.
+const DEFAULTS: Defaults = Defaults {
+    sweep_iterations: 5_000,
+    ..Defaults::new(65536, 10_000_000, 4 << 30)
+};
+/// How long one size of a sweep without `-n` runs at most (its warm-up a fifth of it).
+const SWEEP_TIME: Duration = Duration::from_millis(500);
 
 const INFO_RECV: u64 = 1;
 const INFO_SEND: u64 = 2;
@@ -62,6 +69,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
+    args.peer.serve(role, |role| run_as(args, role))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role) -> Result<(), String> {
     if args.pipeline == 0 || args.pipeline > SERVER_IRD {
         return Err(format!("-q must be 1..={SERVER_IRD}"));
     }
@@ -71,6 +83,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let read = args.op == Op::Read;
     let mut cfg = EndpointConfig {
         buf_len: data + 64,
+        max_message: plan.max_size(),
         blocking: args.peer.blocking,
         settings: common::settings("rping", &args.peer, &plan, &[("op", args.op.name().into())]),
         ..EndpointConfig::default()
@@ -96,7 +109,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 post_info_recv(ep, data, INFO_RECV)
             })?;
             let (token, remote) = wait_info(&ep, data)?;
-            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS);
+            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS)
+                .with_header(ep.header(args.peer.mode()));
             for &(size, n) in &plan.rounds {
                 let target = Target {
                     op: args.op,
@@ -111,9 +125,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                     },
                     depth: args.pipeline,
                 };
-                pipeline(&ep, &target, plan.warmup_for(n))?;
+                let budget = (plan.sweep && !plan.counted).then_some(SWEEP_TIME);
+                pipeline(&ep, &target, plan.warmup_for(n), budget.map(|b| b / 5))?;
                 let t0 = Instant::now();
-                pipeline(&ep, &target, n)?;
+                let n = pipeline(&ep, &target, n, budget)?;
                 let secs = t0.elapsed().as_secs_f64();
                 let row = Row::new(
                     "rping",
@@ -129,7 +144,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             }
             // Tell the server we are done (a zero-byte Send) and wait for it to leave.
             // SAFETY: a zero-byte Send names no memory.
-            unsafe { ep.qp.send(DONE, &[], OpFlags::empty()) }.map_err(|e| format!("send: {e}"))?;
+            unsafe { ep.qp.send(DONE, &[], OpFlags::empty()) }.map_err(common::err("send"))?;
             if ep.next()?.request_context != DONE {
                 return Err("unexpected completion after the run".into());
             }
@@ -150,8 +165,16 @@ struct Target {
     depth: u32,
 }
 
-/// Keep `t.depth` requests outstanding until `count` have completed.
-fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
+/// Keep `t.depth` requests outstanding until `count` have completed, or until `budget` has
+/// passed (then the outstanding ones complete and no more are posted); returns how many
+/// completed.
+fn pipeline(
+    ep: &Endpoint,
+    t: &Target,
+    mut count: u64,
+    budget: Option<Duration>,
+) -> Result<u64, String> {
+    let deadline = budget.map(|b| Instant::now() + b);
     let sge = [ep.sge(0..t.size)];
     let sge: &[Sge] = if t.size == 0 { &[] } else { &sge };
     let flags = t.flags;
@@ -167,7 +190,7 @@ fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
                     Op::Read => ep.qp.read(OP_CTX, sge, t.remote, t.token, OpFlags::empty()),
                 }
             };
-            res.map_err(|e| format!("post: {e}"))?;
+            res.map_err(common::err("post"))?;
             posted += 1;
             outstanding += 1;
         }
@@ -185,14 +208,17 @@ fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
         }
         done += 1 + k as u64;
         outstanding -= 1 + k as u32;
+        if deadline.is_some_and(|d| posted < count && Instant::now() >= d) {
+            count = posted;
+        }
     }
-    Ok(())
+    Ok(done)
 }
 
 fn post_info_recv(ep: &Endpoint, slot: usize, ctx: u64) -> Result<(), String> {
     let sge = ep.sge(slot..slot + INFO_LEN);
     // SAFETY: the slot is read only after this Receive completes.
-    unsafe { ep.qp.receive(ctx, &[sge]) }.map_err(|e| format!("receive: {e}"))
+    unsafe { ep.qp.receive(ctx, &[sge]) }.map_err(common::err("receive"))
 }
 
 /// The server's buffer info, as ndrping's PeerInfo: remote token, then the address.
@@ -202,7 +228,7 @@ fn send_info(ep: &Endpoint) -> Result<(), String> {
     info[8..].copy_from_slice(&(ep.buf.as_ptr() as u64).to_le_bytes());
     let sge = Sge::new(info.as_ptr() as *mut u8, INFO_LEN as u32, 0);
     // SAFETY: INLINE: `info` is read during the call only.
-    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(|e| format!("send: {e}"))?;
+    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))?;
     if ep.next()?.request_context != INFO_SEND {
         return Err("unexpected completion before the run".into());
     }

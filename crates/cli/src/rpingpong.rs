@@ -51,12 +51,18 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
+    args.peer.serve(role, |role| run_as(args, role))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role) -> Result<(), String> {
     let plan = args.sizes.plan(DEFAULTS)?;
     let provider = args.peer.provider()?;
     // [data | info received]
     let data = plan.max_size().next_multiple_of(64);
     let cfg = EndpointConfig {
         buf_len: data + 64,
+        max_message: plan.max_size(),
         depth: 8,
         inline: 256,
         blocking: args.peer.blocking,
@@ -66,7 +72,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let post_info_recv = |ep: &Endpoint| -> Result<(), String> {
         let sge = ep.sge(data..data + INFO_LEN);
         // SAFETY: the info slot is read only after this Receive completes.
-        unsafe { ep.qp.receive(INFO_RECV, &[sge]) }.map_err(|e| format!("receive: {e}"))
+        unsafe { ep.qp.receive(INFO_RECV, &[sge]) }.map_err(common::err("receive"))
     };
     let (ep, client) = match role {
         Role::Server(addr) => (
@@ -79,7 +85,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         ),
     };
     let peer = exchange(&ep, data, client)?;
-    let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
+    let mut report =
+        Report::new(args.peer.json, plan.sweep, LAT_COLS).with_header(ep.header(args.peer.mode()));
     let mut writing = false;
     let mut k = 0u64;
     for &(size, n) in &plan.rounds {
@@ -220,7 +227,7 @@ fn send_info(ep: &Endpoint) -> Result<(), String> {
     info[8..].copy_from_slice(&(ep.buf.as_ptr() as u64).to_le_bytes());
     let sge = Sge::new(info.as_ptr() as *mut u8, INFO_LEN as u32, 0);
     // SAFETY: INLINE: `info` is read during the call only.
-    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(|e| format!("send: {e}"))
+    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))
 }
 
 /// Trade buffer info: the client sends first (iWARP: the active side speaks first), the server
