@@ -1,5 +1,5 @@
 //! `nd ping`: one-way Send/Receive throughput with credit flow control, as Microsoft's ndping
-//! measures it (nd-reference.md §5.1). The server keeps [`DEPTH`] Receives posted (all over
+//! measures it (docs/ND-RULES.md §5.1). The server keeps [`DEPTH`] Receives posted (all over
 //! one buffer: the payload is not looked at) and returns credits with a 1-byte Send every
 //! `DEPTH / 2` messages; the client keeps up to `-q` Sends outstanding while it has credits.
 //! Each batch ends with a 0-byte SYNC Send that the server acknowledges with a 0-byte Send,

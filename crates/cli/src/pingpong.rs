@@ -1,5 +1,5 @@
 //! `nd pingpong`: Send/Receive ping-pong latency, as Microsoft's ndpingpong measures it
-//! (nd-reference.md §5.2): the client Sends, the server answers each Receive with a Send of
+//! (docs/ND-RULES.md §5.2): the client Sends, the server answers each Receive with a Send of
 //! the same size; latency is half a round trip. Polling (default) or `--blocking` (each side
 //! sleeps on CQ notifications, one wake-up per message).
 //!

@@ -1,5 +1,5 @@
 //! `nd rping`: one-way RDMA Write or Read throughput, as Microsoft's ndrping measures it
-//! (nd-reference.md §5.3): the server advertises a buffer once; the client keeps a pipeline of
+//! (docs/ND-RULES.md §5.3): the server advertises a buffer once; the client keeps a pipeline of
 //! requests outstanding against the same remote address and issues one more per completion.
 //! The server only drives its I/O while it waits for the client's final message (a 0-byte
 //! Send), polling or, with `--blocking`, asleep on a CQ notification.

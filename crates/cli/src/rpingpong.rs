@@ -1,5 +1,5 @@
 //! `nd rpingpong`: RDMA Write ping-pong latency, as Microsoft's ndrpingpong measures it
-//! (nd-reference.md §5.4): each side writes `size` bytes into the peer's buffer with an RDMA
+//! (docs/ND-RULES.md §5.4): each side writes `size` bytes into the peer's buffer with an RDMA
 //! Write, and detects the peer's Write by watching the last byte of its own buffer (the
 //! provider places a Write in order, so the last byte lands last). Reported like
 //! `nd pingpong`: half a round trip (ndrpingpong itself reports the full round trip).
@@ -36,7 +36,7 @@ const DEFAULTS: Defaults = Defaults {
 const INFO_RECV: u64 = 1;
 const INFO_SEND: u64 = 2;
 const WRITE_CTX: u64 = 3;
-/// `PeerInfo` (nd-reference.md §1.10): remote token, then the buffer address.
+/// `PeerInfo` (docs/ND-RULES.md §1.10): remote token, then the buffer address.
 const INFO_LEN: usize = 16;
 
 /// The last-byte values of iteration `k`: odd from the client, the next even from the server.

@@ -147,9 +147,14 @@ impl PeerArgs {
         if !(self.forever && matches!(role, Role::Server(_))) {
             return once(role);
         }
+        let mut role = role;
         loop {
             super::endpoint::take_request_seen();
-            if let Err(e) = once(role) {
+            let r = once(role);
+            if let Some(a) = super::endpoint::listened_on() {
+                role = Role::Server(a);
+            }
+            if let Err(e) = r {
                 if !super::endpoint::take_request_seen() {
                     return Err(e);
                 }

@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use netdirect::{
     Adapter, CompletionQueue, Connector, MemoryRegion, MrFlags, NdResult, NotifyType, OpFlags,
@@ -39,6 +40,15 @@ pub(crate) struct Endpoint {
 /// [`take_request_seen`] last read it: a `--forever` server goes on after a failed run only if
 /// a client took part (an error of its own set-up would recur for every client).
 static REQUEST_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// The address the last [`Endpoint::serve`] listened on: a `--forever` server asked for port 0
+/// keeps the port it got for the clients after the first.
+static LISTENED_ON: Mutex<Option<SocketAddr>> = Mutex::new(None);
+
+/// The address the last [`Endpoint::serve`] listened on, if any.
+pub(crate) fn listened_on() -> Option<SocketAddr> {
+    *LISTENED_ON.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Read and clear [`REQUEST_SEEN`].
 pub(crate) fn take_request_seen() -> bool {
@@ -183,8 +193,9 @@ impl Endpoint {
             .map_err(err("create listener"))?;
         listener.bind(addr).map_err(err("bind"))?;
         listener.listen(1).map_err(err("listen"))?;
+        let a = listener.get_local_address().map_err(err("local address"))?;
+        *LISTENED_ON.lock().unwrap_or_else(|e| e.into_inner()) = Some(a);
         if announce {
-            let a = listener.get_local_address().map_err(err("local address"))?;
             println!("LISTENING {a}");
             let _ = std::io::stdout().flush();
         }
@@ -303,7 +314,7 @@ impl Endpoint {
     }
 
     /// The flags the examples post `size` bytes of a Send or Write with: `INLINE` below the
-    /// adapter's `InlineRequestThreshold` (nd-reference §5.0), none from it on.
+    /// adapter's `InlineRequestThreshold` (docs/ND-RULES.md §5.0), none from it on.
     pub(crate) fn inline_flags(&self, size: usize) -> OpFlags {
         if size < self.adapter.query().inline_request_threshold as usize {
             OpFlags::INLINE
@@ -327,7 +338,7 @@ impl Endpoint {
     /// PAUSE").
     /// Blocking mode arms `Notify(ND_CQ_NOTIFY_ANY)` (or keeps the one still armed from an
     /// earlier call), then polls, then sleeps in `GetOverlappedResult(wait)` if the queue was
-    /// empty. Polling after arming is what makes this race-free (nd-reference R-CQ: a
+    /// empty. Polling after arming is what makes this race-free (docs/ND-RULES.md R-CQ: a
     /// completion that lands after the `GetResults` fires the armed Notify, so it cannot be
     /// slept through), and it costs one `GetResults` per wake-up, not two. The wait drives the
     /// provider's I/O: one wake-up per completion that finds us asleep.

@@ -9,6 +9,8 @@ mod process;
 mod report;
 mod settings;
 
+#[cfg(test)]
+pub(crate) use args::parse_endpoint;
 pub(crate) use args::{listed_providers, Defaults, LocalArgs, PeerArgs, Plan, Role, SizeArgs};
 pub(crate) use endpoint::{check, err, finish, Endpoint, EndpointConfig};
 pub(crate) use report::{Col, Laps, Report, Row, BW_COLS, LAT_COLS};
