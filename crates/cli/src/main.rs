@@ -208,7 +208,8 @@ mod tests {
             let _ = parse_endpoint(&s);
         }
 
-        /// Any size plan either is an error or has rounds within 32-bit ND lengths.
+        /// Any size plan either is an error or has rounds within 32-bit ND lengths and counts a
+        /// run can hold.
         #[test]
         fn any_size_plan_is_bounded_or_refused(
             size in prop::option::of(any::<usize>()),
@@ -219,6 +220,11 @@ mod tests {
             let sizes = SizeArgs { size, all: all && size.is_none(), iterations, warmup };
             if let Ok(plan) = sizes.plan(Defaults::new(8, 100_000, 256 << 20)) {
                 prop_assert!(plan.max_size() <= u32::MAX as usize);
+                // The loops run warm-up plus timed iterations, one sample each.
+                for &(_, n) in &plan.rounds {
+                    prop_assert!(n <= 100_000_000);
+                    prop_assert!(n.checked_add(plan.warmup_for(n)).is_some());
+                }
                 prop_assert!(!plan.rounds.is_empty());
             }
         }

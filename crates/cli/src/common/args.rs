@@ -11,6 +11,10 @@ use super::process::{pin, run_loopback};
 /// The perftest default port.
 pub(crate) const DEFAULT_PORT: u16 = 18515;
 
+/// The most iterations `-n` may ask for: the latency tools keep an 8-byte sample per iteration
+/// (800 MB here), and at the throughput tools' fastest rates it is minutes of running.
+pub(crate) const MAX_ITERATIONS: u64 = 100_000_000;
+
 /// Largest size of an `-a` sweep (perftest's 2^23).
 pub(crate) const SWEEP_MAX: usize = 8 << 20;
 
@@ -279,8 +283,15 @@ impl SizeArgs {
     /// and at most the tool's default count; with `-n`, a single size gets exactly that many
     /// and a sweep at most that many.
     pub(crate) fn plan(&self, d: Defaults) -> Result<Plan, String> {
-        if self.iterations == Some(0) {
-            return Err("-n must be at least 1".into());
+        match self.iterations {
+            Some(0) => return Err("-n must be at least 1".into()),
+            Some(n) if n > MAX_ITERATIONS => {
+                return Err(format!(
+                    "-n {n} is more than the {MAX_ITERATIONS} iterations a run may have (the \
+                     latency tools keep an 8-byte sample per iteration)"
+                ))
+            }
+            _ => {}
         }
         let sweep = self.all || (d.sweep && self.size.is_none());
         let by_volume = |s: usize| (d.volume / s.max(1) as u64).max(10);
