@@ -135,7 +135,8 @@ fn run_as(args: &Args, role: Role) -> Result<(), String> {
                 Some(r) => {
                     check(r)?;
                 }
-                None => ep.idle()?,
+                // The client may have disconnected already: the Write is then flushed.
+                None => ep.wait_io()?,
             }
         }
     }

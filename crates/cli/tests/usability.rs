@@ -5,9 +5,10 @@
 
 mod common;
 
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{nd, nd_with, Server};
+use common::{nd, nd_with, Server, ND};
 
 const PROVIDERS: [&str; 2] = ["tcp", "shm"];
 
@@ -212,4 +213,47 @@ fn the_table_has_a_header_block_and_perftest_columns() {
     let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert!(v["stdev_us"].as_f64().is_some_and(|s| s >= 0.0), "{v}");
     assert!(v["max_us"].as_f64() >= v["min_us"].as_f64(), "{v}");
+}
+
+/// A run whose `victim` end (`"client"` or `"server"`) is killed once connected: the other end
+/// says the peer disconnected and fails, on each provider and each tool with a peer.
+fn peer_killed(victim: &str) {
+    for p in PROVIDERS {
+        for tool in ["pingpong", "rpingpong", "ping", "rping"] {
+            let args = [tool, "-n", "100000000", "--provider", p];
+            let mut server = Server::start(&args);
+            let mut client = Command::new(ND)
+                .args(args)
+                .args(["-c", &server.addr])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn client");
+            server.connected();
+            let err = if victim == "client" {
+                client.kill().expect("kill client");
+                let _ = client.wait();
+                let (ok, err) = server.finish();
+                assert!(!ok, "{tool} {p}: the server must fail");
+                err
+            } else {
+                let _ = server.kill();
+                let out = client.wait_with_output().expect("client");
+                assert!(!out.status.success(), "{tool} {p}: the client must fail");
+                String::from_utf8_lossy(&out.stderr).into_owned()
+            };
+            assert!(!err.contains("panicked"), "{tool} {p}: {err}");
+            assert!(err.contains("the peer disconnected"), "{tool} {p}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_server_whose_client_is_killed_says_the_peer_disconnected() {
+    peer_killed("client");
+}
+
+#[test]
+fn a_client_whose_server_is_killed_says_the_peer_disconnected() {
+    peer_killed("server");
 }

@@ -54,7 +54,8 @@ pub(crate) struct PeerArgs {
     /// Pin this process to a CPU (set by --loopback).
     #[arg(long, hide = true)]
     pub(crate) cpu: Option<usize>,
-    /// Print a LISTENING line with the bound address once listening (set by --loopback).
+    /// Print a LISTENING line with the bound address once listening, and a CONNECTED line
+    /// once a client is accepted (set by --loopback; the tests read them).
     #[arg(long, hide = true)]
     pub(crate) announce: bool,
 }

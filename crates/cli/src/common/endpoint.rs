@@ -34,6 +34,9 @@ pub(crate) struct Endpoint {
     /// A `Notify(ANY)` armed by an earlier wait that has not fired yet: reused rather than
     /// armed again, so a blocking loop keeps at most one request outstanding.
     armed: Cell<Option<Overlapped>>,
+    /// `NotifyDisconnect`, armed once connected: a loop that waits with no request posted
+    /// ([`Endpoint::idle`]) would get no flushed completion when the peer goes away.
+    ended: Option<Overlapped>,
 }
 
 /// Whether a client's connection request reached [`Endpoint::serve`] since
@@ -172,6 +175,7 @@ impl Endpoint {
             depth,
             inline,
             armed: Cell::new(None),
+            ended: None,
         })
     }
 
@@ -219,6 +223,17 @@ impl Endpoint {
             .map_err(err("accept"))?
             .wait()
             .map_err(err("accept"))?;
+        ep.watch_disconnect()?;
+        if announce {
+            // For whoever started us (the tests): the run has begun. A reader that has gone
+            // is no error (its pipe is closed; SIGPIPE is ignored in Rust programs).
+            let peer = ep
+                .connector
+                .get_peer_address()
+                .map_err(err("peer address"))?;
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "CONNECTED {peer}").and_then(|()| out.flush());
+        }
         Ok(ep)
     }
 
@@ -232,7 +247,7 @@ impl Endpoint {
         pre_connect: impl FnOnce(&Self) -> Result<(), String>,
     ) -> Result<Self, String> {
         let local = resolve_local(dest)?;
-        let ep = Self::open(provider, local, cfg)?;
+        let mut ep = Self::open(provider, local, cfg)?;
         pre_connect(&ep)?;
         ep.connector
             .bind(SocketAddr::new(local, 0))
@@ -272,7 +287,17 @@ impl Endpoint {
             .map_err(err("complete connect"))?
             .wait()
             .map_err(err("complete connect"))?;
+        ep.watch_disconnect()?;
         Ok(ep)
+    }
+
+    fn watch_disconnect(&mut self) -> Result<(), String> {
+        let ov = self
+            .connector
+            .notify_disconnect()
+            .map_err(err("notify disconnect"))?;
+        self.ended = Some(ov);
+        Ok(())
     }
 
     /// The block printed before a result table, as perftest prints one: the provider, both
@@ -384,7 +409,17 @@ impl Endpoint {
     /// blocking mode sleep until the adapter's descriptor says its I/O needs driving, then
     /// drive it; in polling mode return at once, to be called again (the caller's
     /// `GetResults` drives the I/O; no `PAUSE`, as in [`Endpoint::next`]).
+    /// A peer that has gone is an error: nothing would ever arrive.
     pub(crate) fn idle(&self) -> Result<(), String> {
+        if self.ended.as_ref().is_some_and(Overlapped::is_complete) {
+            return Err("the peer disconnected (NotifyDisconnect completed)".into());
+        }
+        self.wait_io()
+    }
+
+    /// [`Endpoint::idle`] without the disconnect check: for a wait that a disconnect ends by
+    /// itself (a request still outstanding is flushed).
+    pub(crate) fn wait_io(&self) -> Result<(), String> {
         if !self.blocking {
             return Ok(());
         }
@@ -410,7 +445,7 @@ impl Endpoint {
             let _ = ov.wait();
         }
         if self.passive {
-            if let Ok(ov) = self.connector.notify_disconnect() {
+            if let Some(ov) = &self.ended {
                 let _ = ov.wait();
             }
         }

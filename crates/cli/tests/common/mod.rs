@@ -103,14 +103,27 @@ impl Server {
         }
     }
 
-    /// The next LISTENING line's address (a `--forever` server prints one per client).
+    /// The next LISTENING line's address (a `--forever` server prints one per client),
+    /// passing over CONNECTED lines.
     pub(crate) fn next_listening(&mut self) -> String {
-        let mut line = String::new();
-        self.out.read_line(&mut line).expect("LISTENING line");
-        line.trim()
-            .strip_prefix("LISTENING ")
-            .unwrap_or_else(|| panic!("server did not announce: {line:?}"))
-            .to_string()
+        self.next_line("LISTENING ")
+    }
+
+    /// Wait for the server to accept a client: its CONNECTED line (the client's address).
+    pub(crate) fn connected(&mut self) -> String {
+        self.next_line("CONNECTED ")
+    }
+
+    /// The rest of the next line that starts with `prefix`.
+    fn next_line(&mut self, prefix: &str) -> String {
+        loop {
+            let mut line = String::new();
+            let n = self.out.read_line(&mut line).expect("server output");
+            assert!(n > 0, "the server ended before a {prefix:?} line");
+            if let Some(rest) = line.trim().strip_prefix(prefix) {
+                return rest.to_string();
+            }
+        }
     }
 
     /// Wait for the server to exit: (success, stderr).
