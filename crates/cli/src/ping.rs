@@ -9,10 +9,10 @@
 
 use std::time::Instant;
 
-use netdirect::{OpFlags, RequestType, Sge};
+use netdirect::{OpFlags, Provider, RequestType, Sge};
 
 use crate::common::{
-    self, Defaults, Endpoint, EndpointConfig, PeerArgs, Report, Role, Row, SizeArgs, BW_COLS,
+    self, Defaults, Endpoint, EndpointConfig, PeerArgs, Plan, Report, Role, Row, SizeArgs, BW_COLS,
 };
 
 /// Arguments of `nd ping`.
@@ -43,19 +43,21 @@ const CREDIT_CTX: u64 = 3;
 const RECV_CTX: u64 = 4;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let Some(role) = args.peer.start()? else {
-        return Ok(());
-    };
-    args.peer.serve(role, |role| run_as(args, role))
-}
-
-/// One run as `role`.
-fn run_as(args: &Args, role: Role) -> Result<(), String> {
+    // Checked before `--loopback` starts the two processes, so a refusal is said once.
     if args.pipeline == 0 {
         return Err("-q must be at least 1".into());
     }
     let plan = args.sizes.plan(DEFAULTS)?;
     let provider = args.peer.provider()?;
+    let Some(role) = args.peer.start()? else {
+        return Ok(());
+    };
+    args.peer
+        .serve(role, |role| run_as(args, role, &plan, &provider))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
     let max = plan.max_size();
     // [64 bytes: credits and SYNCs | message area]: the server sends credits from the first
     // part and receives messages into the second; the client the other way round, so no
@@ -66,20 +68,20 @@ fn run_as(args: &Args, role: Role) -> Result<(), String> {
         depth: DEPTH + 4,
         inline: 256,
         blocking: args.peer.blocking,
-        settings: common::settings("ping", &args.peer, &plan, &[]),
+        settings: common::settings("ping", &args.peer, plan, &[]),
         ..EndpointConfig::default()
     };
     match role {
         Role::Server(addr) => {
             let post_all = |ep: &Endpoint| (0..DEPTH).try_for_each(|_| post_recv(ep, 64, max));
-            let ep = Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?;
+            let ep = Endpoint::serve(provider, addr, args.peer.announce, &cfg, post_all)?;
             // A warm-up batch and a timed batch per size, each ending with a SYNC.
             serve(&ep, max, 2 * plan.rounds.len())?;
             ep.shutdown();
         }
         Role::Client(dest) => {
             let post_all = |ep: &Endpoint| (0..CLIENT_RECVS).try_for_each(|_| post_recv(ep, 0, 64));
-            let ep = Endpoint::connect(&provider, dest, &cfg, post_all)?;
+            let ep = Endpoint::connect(provider, dest, &cfg, post_all)?;
             let mut c = Client {
                 ep: &ep,
                 credits: DEPTH,

@@ -47,6 +47,7 @@ const DEFAULTS: Defaults = Defaults {
 const SPINS_PER_LIVENESS_CHECK: u32 = 1 << 22;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
+    args.peer.once_only("shm-pingpong")?;
     if args.peer.blocking {
         return Err("shm-pingpong has no blocking mode: it is a busy-polling floor".into());
     }

@@ -9,10 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use netdirect::{NdResult, OpFlags, Sge};
+use netdirect::{NdResult, OpFlags, Provider, Sge};
 
 use crate::common::{
-    self, check, Defaults, Endpoint, EndpointConfig, PeerArgs, Report, Role, Row, SizeArgs, BW_COLS,
+    self, check, Defaults, Endpoint, EndpointConfig, PeerArgs, Plan, Report, Role, Row, SizeArgs,
+    BW_COLS,
 };
 
 /// Which one-sided operation.
@@ -66,26 +67,28 @@ const INFO_LEN: usize = 16;
 const SERVER_IRD: u32 = 128;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let Some(role) = args.peer.start()? else {
-        return Ok(());
-    };
-    args.peer.serve(role, |role| run_as(args, role))
-}
-
-/// One run as `role`.
-fn run_as(args: &Args, role: Role) -> Result<(), String> {
+    // Checked before `--loopback` starts the two processes, so a refusal is said once.
     if args.pipeline == 0 || args.pipeline > SERVER_IRD {
         return Err(format!("-q must be 1..={SERVER_IRD}"));
     }
     let plan = args.sizes.plan(DEFAULTS)?;
     let provider = args.peer.provider()?;
+    let Some(role) = args.peer.start()? else {
+        return Ok(());
+    };
+    args.peer
+        .serve(role, |role| run_as(args, role, &plan, &provider))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
     let data = plan.max_size().max(1).next_multiple_of(64);
     let read = args.op == Op::Read;
     let mut cfg = EndpointConfig {
         buf_len: data + 64,
         max_message: plan.max_size(),
         blocking: args.peer.blocking,
-        settings: common::settings("rping", &args.peer, &plan, &[("op", args.op.name().into())]),
+        settings: common::settings("rping", &args.peer, plan, &[("op", args.op.name().into())]),
         ..EndpointConfig::default()
     };
     match role {
@@ -93,7 +96,7 @@ fn run_as(args: &Args, role: Role) -> Result<(), String> {
             cfg.depth = 4;
             // ndrping: Accept(MaxInboundReadLimit, 0) in read mode.
             cfg.read_limits = (if read { SERVER_IRD } else { 0 }, 0);
-            let ep = Endpoint::serve(&provider, addr, args.peer.announce, &cfg, |ep| {
+            let ep = Endpoint::serve(provider, addr, args.peer.announce, &cfg, |ep| {
                 post_info_recv(ep, data, DONE)
             })?;
             send_info(&ep)?;
@@ -105,7 +108,7 @@ fn run_as(args: &Args, role: Role) -> Result<(), String> {
             cfg.depth = args.pipeline + 4;
             cfg.inline = 256;
             cfg.read_limits = (0, if read { args.pipeline } else { 0 });
-            let ep = Endpoint::connect(&provider, dest, &cfg, |ep| {
+            let ep = Endpoint::connect(provider, dest, &cfg, |ep| {
                 post_info_recv(ep, data, INFO_RECV)
             })?;
             let (token, remote) = wait_info(&ep, data)?;

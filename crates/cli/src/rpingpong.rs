@@ -11,11 +11,11 @@
 //!
 //! JSON: the [`Row`] latency keys, `op` = `write`.
 
-use netdirect::{OpFlags, RequestType, Sge};
+use netdirect::{OpFlags, Provider, RequestType, Sge};
 
 use crate::common::{
-    self, check, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Report, Role, Row, SizeArgs,
-    LAT_COLS,
+    self, check, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Plan, Report, Role, Row,
+    SizeArgs, LAT_COLS,
 };
 
 /// Arguments of `nd rpingpong`.
@@ -48,16 +48,18 @@ fn marks(k: u64) -> (u8, u8) {
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
+    // Checked before `--loopback` starts the two processes, so a refusal is said once.
+    let plan = args.sizes.plan(DEFAULTS)?;
+    let provider = args.peer.provider()?;
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
-    args.peer.serve(role, |role| run_as(args, role))
+    args.peer
+        .serve(role, |role| run_as(args, role, &plan, &provider))
 }
 
 /// One run as `role`.
-fn run_as(args: &Args, role: Role) -> Result<(), String> {
-    let plan = args.sizes.plan(DEFAULTS)?;
-    let provider = args.peer.provider()?;
+fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
     // [data | info received]
     let data = plan.max_size().next_multiple_of(64);
     let cfg = EndpointConfig {
@@ -66,7 +68,7 @@ fn run_as(args: &Args, role: Role) -> Result<(), String> {
         depth: 8,
         inline: 256,
         blocking: args.peer.blocking,
-        settings: common::settings("rpingpong", &args.peer, &plan, &[]),
+        settings: common::settings("rpingpong", &args.peer, plan, &[]),
         ..EndpointConfig::default()
     };
     let post_info_recv = |ep: &Endpoint| -> Result<(), String> {
@@ -76,11 +78,11 @@ fn run_as(args: &Args, role: Role) -> Result<(), String> {
     };
     let (ep, client) = match role {
         Role::Server(addr) => (
-            Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_info_recv)?,
+            Endpoint::serve(provider, addr, args.peer.announce, &cfg, post_info_recv)?,
             false,
         ),
         Role::Client(dest) => (
-            Endpoint::connect(&provider, dest, &cfg, post_info_recv)?,
+            Endpoint::connect(provider, dest, &cfg, post_info_recv)?,
             true,
         ),
     };

@@ -172,6 +172,16 @@ impl PeerArgs {
         open_provider(self.provider.as_deref())
     }
 
+    /// The yardsticks serve one run: `--forever` is an error for them, not ignored.
+    pub(crate) fn once_only(&self, tool: &str) -> Result<(), String> {
+        if self.forever {
+            return Err(format!(
+                "{tool} serves one run; --forever is for ping, pingpong, rping and rpingpong"
+            ));
+        }
+        Ok(())
+    }
+
     /// "poll" or "blocking", as reported and exchanged.
     pub(crate) fn mode(&self) -> &'static str {
         if self.blocking {
