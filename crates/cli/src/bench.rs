@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 /// Arguments of `nd bench`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Only this provider (default: every provider).
+    /// Only this provider (default: those ND_PROVIDER admits, else every provider).
     #[arg(long)]
     provider: Option<String>,
     /// A twentieth of the iterations: a smoke test, not a measurement.
@@ -73,10 +73,10 @@ const CELLS: &[Cell] = &[
 const CELL_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let providers: Vec<&'static str> = match &args.provider {
-        Some(p) => vec![crate::common::open_provider(Some(p))?.name()],
-        None => Provider::all().iter().map(Provider::name).collect(),
-    };
+    let providers: Vec<&'static str> = crate::common::listed_providers(args.provider.as_deref())?
+        .iter()
+        .map(Provider::name)
+        .collect();
     if !args.json {
         println!(
             "{:<28} {:<10} {:>10} {:>10} {:>10} {:>8}",
@@ -218,6 +218,8 @@ fn run_cell(cell: &Cell, provider: Option<&str>, n: u64) -> Result<Value, String
         _ => Err(e
             .lines()
             .filter(|l| !l.trim().is_empty())
+            // The cell's own "nd: " prefixes: bench adds its own where it prints the error.
+            .map(|l| l.strip_prefix("nd: ").unwrap_or(l))
             .collect::<Vec<_>>()
             .join("; ")),
     }

@@ -1,4 +1,4 @@
-//! `nd cat`: the ND address catalog check of Microsoft's ndcat (nd-reference.md §5.7), for
+//! `nd cat`: the ND address catalog check of Microsoft's ndcat (docs/ND-RULES.md §5.7), for
 //! every provider (or `--provider`): the given address must be one a provider serves
 //! (`NdCheckAddress`: ResolveAddress succeeds), `QueryAddressList` must list at least one
 //! address, and every listed address must resolve to an adapter whose own address list
@@ -30,10 +30,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let providers = match &args.provider {
-        Some(p) => vec![common::open_provider(Some(p))?],
-        None => Provider::all(),
-    };
+    let providers = common::listed_providers(args.provider.as_deref())?;
     let mut out = Vec::new();
     for p in providers {
         let v = check(&p, SocketAddr::new(args.address, 0))

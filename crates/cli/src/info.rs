@@ -1,6 +1,6 @@
 //! `nd info`: what ndadapterinfo and ndcat print, for every provider.
 
-use netdirect::{AdapterFlags, Provider, ND_VERSION_2};
+use netdirect::{AdapterFlags, ND_VERSION_2};
 
 /// Arguments of `nd info`.
 ///
@@ -54,10 +54,7 @@ fn flag_names(f: AdapterFlags) -> Vec<String> {
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let providers = match &args.provider {
-        Some(p) => vec![Provider::open(p).map_err(|e| format!("provider {p}: {e}"))?],
-        None => Provider::all(),
-    };
+    let providers = crate::common::listed_providers(args.provider.as_deref())?;
     let mut json = Vec::new();
     for p in providers {
         let mut adapter_json = Vec::new();

@@ -101,7 +101,132 @@ fn main() {
         Command::TcpStream(a) => rawstream::run(&a),
     };
     if let Err(e) = r {
-        eprintln!("nd: {e}");
+        // Empty: a loopback child has printed the error already.
+        if !e.is_empty() {
+            eprintln!("nd: {e}");
+        }
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+    use proptest::prelude::*;
+
+    use super::Cli;
+    use crate::common::{parse_endpoint, Defaults, SizeArgs};
+
+    /// Words an `nd` command line is made of: every subcommand, the options, values that are
+    /// valid, out of range or malformed.
+    const WORDS: &[&str] = &[
+        "bench",
+        "info",
+        "cat",
+        "ping",
+        "pingpong",
+        "rping",
+        "rpingpong",
+        "mrlat",
+        "mrrate",
+        "tcp-pingpong",
+        "shm-pingpong",
+        "tcp-stream",
+        "-s",
+        "-c",
+        "--loopback",
+        "--provider",
+        "--size",
+        "-a",
+        "--all",
+        "-n",
+        "--iters",
+        "--warmup",
+        "-q",
+        "--op",
+        "read",
+        "write",
+        "-b",
+        "-e",
+        "--blocking",
+        "--json",
+        "--forever",
+        "--repost-first",
+        "--cpu",
+        "--announce",
+        "--quick",
+        "--help",
+        "-h",
+        "--version",
+        "tcp",
+        "shm",
+        "bogus",
+        "0",
+        "1",
+        "-1",
+        "8",
+        "4294967296",
+        "18446744073709551615",
+        "18446744073709551616",
+        "127.0.0.1",
+        "127.0.0.1:0",
+        "[::1]:18515",
+        "::1",
+        "0.0.0.0",
+        "localhost:18515",
+        "",
+        "=",
+        "--",
+    ];
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    proptest! {
+        /// Any argv, from the tool's own words or arbitrary strings, parses or fails with a
+        /// usage error: never a panic.
+        #[test]
+        fn any_argv_parses_or_is_refused(
+            words in prop::collection::vec(
+                prop_oneof![
+                    4 => prop::sample::select(WORDS).prop_map(str::to_string),
+                    1 => any::<String>(),
+                ],
+                0..8,
+            )
+        ) {
+            let argv = std::iter::once("nd".to_string()).chain(words);
+            let _ = Cli::try_parse_from(argv);
+        }
+
+        /// Addresses of digits, dots, colons and brackets (never a name lookup) parse or are
+        /// an error.
+        #[test]
+        fn any_numeric_address_parses_or_is_refused(s in "[0-9a-f.:\\[\\]]{0,40}") {
+            let _ = parse_endpoint(&s);
+        }
+
+        /// Any size plan either is an error or has rounds within 32-bit ND lengths and counts a
+        /// run can hold.
+        #[test]
+        fn any_size_plan_is_bounded_or_refused(
+            size in prop::option::of(any::<usize>()),
+            all in any::<bool>(),
+            iterations in prop::option::of(any::<u64>()),
+            warmup in prop::option::of(any::<u64>()),
+        ) {
+            let sizes = SizeArgs { size, all: all && size.is_none(), iterations, warmup };
+            if let Ok(plan) = sizes.plan(Defaults::new(8, 100_000, 256 << 20)) {
+                prop_assert!(plan.max_size() <= u32::MAX as usize);
+                // The loops run warm-up plus timed iterations, one sample each.
+                for &(_, n) in &plan.rounds {
+                    prop_assert!(n <= 100_000_000);
+                    prop_assert!(n.checked_add(plan.warmup_for(n)).is_some());
+                }
+                prop_assert!(!plan.rounds.is_empty());
+            }
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! `nd mrlat`: memory-registration latency by size, in one process, as Microsoft's ndmrlat
-//! measures it (nd-reference.md §5.5): the same memory-region object is registered over the
+//! measures it (docs/ND-RULES.md §5.5): the same memory-region object is registered over the
 //! first `size` bytes of a 4 MiB buffer and deregistered again, `-n` times per size (10,000
 //! by default); both the call alone and the call plus its completion are timed. Sizes sweep
 //! 1 B to 4 MiB unless `--size` picks one. Polling (GetOverlappedResult without wait, the

@@ -1,5 +1,5 @@
 //! `nd mrrate`: memory registrations per second with several threads, as Microsoft's
-//! ndmrrate measures it (nd-reference.md §5.6). Each thread owns a 4 MiB buffer; per size,
+//! ndmrrate measures it (docs/ND-RULES.md §5.6). Each thread owns a 4 MiB buffer; per size,
 //! each creates a memory region and registers it over its buffer `iterations` times (all of
 //! them stay registered at once), meets the others at a barrier, then deregisters them all
 //! and meets them again. Thread 0's clock, barriers included, gives the per-iteration times.

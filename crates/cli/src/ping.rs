@@ -1,5 +1,5 @@
 //! `nd ping`: one-way Send/Receive throughput with credit flow control, as Microsoft's ndping
-//! measures it (nd-reference.md §5.1). The server keeps [`DEPTH`] Receives posted (all over
+//! measures it (docs/ND-RULES.md §5.1). The server keeps [`DEPTH`] Receives posted (all over
 //! one buffer: the payload is not looked at) and returns credits with a 1-byte Send every
 //! `DEPTH / 2` messages; the client keeps up to `-q` Sends outstanding while it has credits.
 //! Each batch ends with a 0-byte SYNC Send that the server acknowledges with a 0-byte Send,
@@ -9,10 +9,10 @@
 
 use std::time::Instant;
 
-use netdirect::{OpFlags, RequestType, Sge};
+use netdirect::{OpFlags, Provider, RequestType, Sge};
 
 use crate::common::{
-    self, Defaults, Endpoint, EndpointConfig, PeerArgs, Report, Role, Row, SizeArgs, BW_COLS,
+    self, Defaults, Endpoint, EndpointConfig, PeerArgs, Plan, Report, Role, Row, SizeArgs, BW_COLS,
 };
 
 /// Arguments of `nd ping`.
@@ -43,43 +43,52 @@ const CREDIT_CTX: u64 = 3;
 const RECV_CTX: u64 = 4;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let Some(role) = args.peer.start()? else {
-        return Ok(());
-    };
+    // Checked before `--loopback` starts the two processes, so a refusal is said once.
     if args.pipeline == 0 {
         return Err("-q must be at least 1".into());
     }
     let plan = args.sizes.plan(DEFAULTS)?;
     let provider = args.peer.provider()?;
+    let Some(role) = args.peer.start()? else {
+        return Ok(());
+    };
+    args.peer
+        .serve(role, |role| run_as(args, role, &plan, &provider))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
     let max = plan.max_size();
     // [64 bytes: credits and SYNCs | message area]: the server sends credits from the first
     // part and receives messages into the second; the client the other way round, so no
     // Receive ever lands in bytes a Send is reading.
     let cfg = EndpointConfig {
         buf_len: 64 + max,
+        max_message: max,
         depth: DEPTH + 4,
         inline: 256,
         blocking: args.peer.blocking,
-        settings: common::settings("ping", &args.peer, &plan, &[]),
+        settings: common::settings("ping", &args.peer, plan, &[]),
         ..EndpointConfig::default()
     };
     match role {
         Role::Server(addr) => {
             let post_all = |ep: &Endpoint| (0..DEPTH).try_for_each(|_| post_recv(ep, 64, max));
-            let ep = Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?;
+            let ep = Endpoint::serve(provider, addr, args.peer.announce, &cfg, post_all)?;
             // A warm-up batch and a timed batch per size, each ending with a SYNC.
             serve(&ep, max, 2 * plan.rounds.len())?;
             ep.shutdown();
         }
         Role::Client(dest) => {
             let post_all = |ep: &Endpoint| (0..CLIENT_RECVS).try_for_each(|_| post_recv(ep, 0, 64));
-            let ep = Endpoint::connect(&provider, dest, &cfg, post_all)?;
+            let ep = Endpoint::connect(provider, dest, &cfg, post_all)?;
             let mut c = Client {
                 ep: &ep,
                 credits: DEPTH,
                 pipeline: args.pipeline.min(DEPTH),
             };
-            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS);
+            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS)
+                .with_header(ep.header(args.peer.mode()));
             for &(size, n) in &plan.rounds {
                 let flags = ep.inline_flags(size);
                 c.batch(size, flags, plan.warmup_for(n))?;
@@ -103,7 +112,7 @@ fn post_recv(ep: &Endpoint, off: usize, len: usize) -> Result<(), String> {
     let sge = ep.sge(off..off + len);
     // SAFETY: the payload of these Receives is never read (only their lengths are), so many
     // Receives may share the same bytes.
-    unsafe { ep.qp.receive(RECV_CTX, &[sge]) }.map_err(|e| format!("receive: {e}"))
+    unsafe { ep.qp.receive(RECV_CTX, &[sge]) }.map_err(common::err("receive"))
 }
 
 /// A Send of `len` bytes at `off` (`len` 0: no SGE).
@@ -111,7 +120,7 @@ fn send(ep: &Endpoint, ctx: u64, off: usize, len: usize, flags: OpFlags) -> Resu
     let sge = [ep.sge(off..off + len)];
     let sge: &[Sge] = if len == 0 { &[] } else { &sge };
     // SAFETY: the bytes sent are never written while Sends are outstanding.
-    unsafe { ep.qp.send(ctx, sge, flags) }.map_err(|e| format!("send: {e}"))
+    unsafe { ep.qp.send(ctx, sge, flags) }.map_err(common::err("send"))
 }
 
 /// The server: repost every Receive at once, return DEPTH / 2 credits every DEPTH / 2

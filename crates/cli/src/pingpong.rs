@@ -1,5 +1,5 @@
 //! `nd pingpong`: Send/Receive ping-pong latency, as Microsoft's ndpingpong measures it
-//! (nd-reference.md §5.2): the client Sends, the server answers each Receive with a Send of
+//! (docs/ND-RULES.md §5.2): the client Sends, the server answers each Receive with a Send of
 //! the same size; latency is half a round trip. Polling (default) or `--blocking` (each side
 //! sleeps on CQ notifications, one wake-up per message).
 //!
@@ -13,10 +13,11 @@
 //!
 //! JSON: the [`Row`] latency keys, `op` = `send`, `repost` = `after` or `first`.
 
-use netdirect::{NdResult, OpFlags, RequestType, Sge};
+use netdirect::{NdResult, OpFlags, Provider, RequestType, Sge};
 
 use crate::common::{
-    self, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Report, Role, Row, SizeArgs, LAT_COLS,
+    self, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Plan, Report, Role, Row, SizeArgs,
+    LAT_COLS,
 };
 
 /// Arguments of `nd pingpong`.
@@ -41,31 +42,40 @@ const SLOTS: usize = 2;
 const SEND_CTX: u64 = u64::MAX;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
+    // Checked before `--loopback` starts the two processes, so a refusal is said once.
+    let plan = args.sizes.plan(DEFAULTS)?;
+    let provider = args.peer.provider()?;
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
-    let plan = args.sizes.plan(DEFAULTS)?;
+    args.peer
+        .serve(role, |role| run_as(args, role, &plan, &provider))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
     let repost = if args.repost_first { "first" } else { "after" };
-    let provider = args.peer.provider()?;
     let slot = plan.max_size().max(1);
     // [send | receive slot 0 | receive slot 1]
     let cfg = EndpointConfig {
         buf_len: slot * (SLOTS + 1),
+        max_message: plan.max_size(),
         depth: SLOTS as u32 + 2,
         inline: 256,
         blocking: args.peer.blocking,
-        settings: common::settings("pingpong", &args.peer, &plan, &[("repost", repost.into())]),
+        settings: common::settings("pingpong", &args.peer, plan, &[("repost", repost.into())]),
         ..EndpointConfig::default()
     };
     let post_all = |ep: &Endpoint| {
         let slots = Slots::new(ep, slot);
         (0..SLOTS).try_for_each(|i| slots.repost(ep, i))
     };
-    let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
     let ep = match role {
-        Role::Server(addr) => Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_all)?,
-        Role::Client(dest) => Endpoint::connect(&provider, dest, &cfg, post_all)?,
+        Role::Server(addr) => Endpoint::serve(provider, addr, args.peer.announce, &cfg, post_all)?,
+        Role::Client(dest) => Endpoint::connect(provider, dest, &cfg, post_all)?,
     };
+    let mut report =
+        Report::new(args.peer.json, plan.sweep, LAT_COLS).with_header(ep.header(args.peer.mode()));
     // The SGEs are made once, not per message.
     let slots = Slots::new(&ep, slot);
     // The client's slot still to repost, after its next Send (across sizes too).

@@ -2,9 +2,9 @@
 //! shared memory with nothing else in the way (no ND object, no queue, no completion, no
 //! system call): each message is one 64-byte line, its payload words and then a sequence word
 //! the peer spins on. This is the floor `nd pingpong --provider shm` pays its software on top
-//! of: one cache-line transfer each way (anchors.md's two-process flag spin), measured exactly
-//! like `nd pingpong` (same processes, pinning, warm-up and timing), so the two can run side by
-//! side and be compared as a ratio. Its spin has no `PAUSE`, as `nd`'s own polling loops
+//! of: one cache-line transfer each way (the two-process flag spin of docs/BENCHMARKS.md),
+//! measured exactly like `nd pingpong` (same processes, pinning, warm-up and timing), so the
+//! two can run side by side and be compared as a ratio. Its spin has no `PAUSE`, as `nd`'s own polling loops
 //! (docs/ARCHITECTURE.md, "Busy polling without PAUSE").
 //!
 //! The line pair lives in a file under `/dev/shm` that the server creates and names over the
@@ -47,6 +47,7 @@ const DEFAULTS: Defaults = Defaults {
 const SPINS_PER_LIVENESS_CHECK: u32 = 1 << 22;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
+    args.peer.once_only("shm-pingpong")?;
     if args.peer.blocking {
         return Err("shm-pingpong has no blocking mode: it is a busy-polling floor".into());
     }

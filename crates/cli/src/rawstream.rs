@@ -41,6 +41,7 @@ fn drain(s: &mut TcpStream, buf: &mut [u8], count: u64) -> Result<(), String> {
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
+    args.peer.once_only("tcp-stream")?;
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };

@@ -76,6 +76,7 @@ pub(crate) fn open_stream(
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
+    args.peer.once_only("tcp-pingpong")?;
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };

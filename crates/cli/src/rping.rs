@@ -1,5 +1,5 @@
 //! `nd rping`: one-way RDMA Write or Read throughput, as Microsoft's ndrping measures it
-//! (nd-reference.md §5.3): the server advertises a buffer once; the client keeps a pipeline of
+//! (docs/ND-RULES.md §5.3): the server advertises a buffer once; the client keeps a pipeline of
 //! requests outstanding against the same remote address and issues one more per completion.
 //! The server only drives its I/O while it waits for the client's final message (a 0-byte
 //! Send), polling or, with `--blocking`, asleep on a CQ notification.
@@ -7,12 +7,13 @@
 //! JSON: the [`Row`] throughput keys, `op` = `write` or `read`, and
 //! `pipeline` (requests kept outstanding).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use netdirect::{NdResult, OpFlags, Sge};
+use netdirect::{NdResult, OpFlags, Provider, Sge};
 
 use crate::common::{
-    self, check, Defaults, Endpoint, EndpointConfig, PeerArgs, Report, Role, Row, SizeArgs, BW_COLS,
+    self, check, Defaults, Endpoint, EndpointConfig, PeerArgs, Plan, Report, Role, Row, SizeArgs,
+    BW_COLS,
 };
 
 /// Which one-sided operation.
@@ -46,8 +47,15 @@ pub(crate) struct Args {
     pipeline: u32,
 }
 
-/// 64 KiB requests; 4 GiB per size unless -n says otherwise.
-const DEFAULTS: Defaults = Defaults::new(65536, 10_000_000, 4 << 30);
+/// 64 KiB requests; 4 GiB per size unless -n says otherwise (ndrping's volume). A sweep runs
+/// perftest's count for bandwidth tests (5,000 iterations) per size, and at most
+/// [`SWEEP_TIME`]: a million-iteration row of 1-byte Writes would take minutes.
+const DEFAULTS: Defaults = Defaults {
+    sweep_iterations: 5_000,
+    ..Defaults::new(65536, 10_000_000, 4 << 30)
+};
+/// How long one size of a sweep without `-n` runs at most (its warm-up a fifth of it).
+const SWEEP_TIME: Duration = Duration::from_millis(500);
 
 const INFO_RECV: u64 = 1;
 const INFO_SEND: u64 = 2;
@@ -59,20 +67,28 @@ const INFO_LEN: usize = 16;
 const SERVER_IRD: u32 = 128;
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let Some(role) = args.peer.start()? else {
-        return Ok(());
-    };
+    // Checked before `--loopback` starts the two processes, so a refusal is said once.
     if args.pipeline == 0 || args.pipeline > SERVER_IRD {
         return Err(format!("-q must be 1..={SERVER_IRD}"));
     }
     let plan = args.sizes.plan(DEFAULTS)?;
     let provider = args.peer.provider()?;
+    let Some(role) = args.peer.start()? else {
+        return Ok(());
+    };
+    args.peer
+        .serve(role, |role| run_as(args, role, &plan, &provider))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
     let data = plan.max_size().max(1).next_multiple_of(64);
     let read = args.op == Op::Read;
     let mut cfg = EndpointConfig {
         buf_len: data + 64,
+        max_message: plan.max_size(),
         blocking: args.peer.blocking,
-        settings: common::settings("rping", &args.peer, &plan, &[("op", args.op.name().into())]),
+        settings: common::settings("rping", &args.peer, plan, &[("op", args.op.name().into())]),
         ..EndpointConfig::default()
     };
     match role {
@@ -80,7 +96,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             cfg.depth = 4;
             // ndrping: Accept(MaxInboundReadLimit, 0) in read mode.
             cfg.read_limits = (if read { SERVER_IRD } else { 0 }, 0);
-            let ep = Endpoint::serve(&provider, addr, args.peer.announce, &cfg, |ep| {
+            let ep = Endpoint::serve(provider, addr, args.peer.announce, &cfg, |ep| {
                 post_info_recv(ep, data, DONE)
             })?;
             send_info(&ep)?;
@@ -92,11 +108,12 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             cfg.depth = args.pipeline + 4;
             cfg.inline = 256;
             cfg.read_limits = (0, if read { args.pipeline } else { 0 });
-            let ep = Endpoint::connect(&provider, dest, &cfg, |ep| {
+            let ep = Endpoint::connect(provider, dest, &cfg, |ep| {
                 post_info_recv(ep, data, INFO_RECV)
             })?;
             let (token, remote) = wait_info(&ep, data)?;
-            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS);
+            let mut report = Report::new(args.peer.json, plan.sweep, BW_COLS)
+                .with_header(ep.header(args.peer.mode()));
             for &(size, n) in &plan.rounds {
                 let target = Target {
                     op: args.op,
@@ -111,9 +128,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                     },
                     depth: args.pipeline,
                 };
-                pipeline(&ep, &target, plan.warmup_for(n))?;
+                let budget = (plan.sweep && !plan.counted).then_some(SWEEP_TIME);
+                pipeline(&ep, &target, plan.warmup_for(n), budget.map(|b| b / 5))?;
                 let t0 = Instant::now();
-                pipeline(&ep, &target, n)?;
+                let n = pipeline(&ep, &target, n, budget)?;
                 let secs = t0.elapsed().as_secs_f64();
                 let row = Row::new(
                     "rping",
@@ -129,7 +147,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             }
             // Tell the server we are done (a zero-byte Send) and wait for it to leave.
             // SAFETY: a zero-byte Send names no memory.
-            unsafe { ep.qp.send(DONE, &[], OpFlags::empty()) }.map_err(|e| format!("send: {e}"))?;
+            unsafe { ep.qp.send(DONE, &[], OpFlags::empty()) }.map_err(common::err("send"))?;
             if ep.next()?.request_context != DONE {
                 return Err("unexpected completion after the run".into());
             }
@@ -150,8 +168,16 @@ struct Target {
     depth: u32,
 }
 
-/// Keep `t.depth` requests outstanding until `count` have completed.
-fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
+/// Keep `t.depth` requests outstanding until `count` have completed, or until `budget` has
+/// passed (then the outstanding ones complete and no more are posted); returns how many
+/// completed.
+fn pipeline(
+    ep: &Endpoint,
+    t: &Target,
+    mut count: u64,
+    budget: Option<Duration>,
+) -> Result<u64, String> {
+    let deadline = budget.map(|b| Instant::now() + b);
     let sge = [ep.sge(0..t.size)];
     let sge: &[Sge] = if t.size == 0 { &[] } else { &sge };
     let flags = t.flags;
@@ -167,7 +193,7 @@ fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
                     Op::Read => ep.qp.read(OP_CTX, sge, t.remote, t.token, OpFlags::empty()),
                 }
             };
-            res.map_err(|e| format!("post: {e}"))?;
+            res.map_err(common::err("post"))?;
             posted += 1;
             outstanding += 1;
         }
@@ -185,14 +211,17 @@ fn pipeline(ep: &Endpoint, t: &Target, count: u64) -> Result<(), String> {
         }
         done += 1 + k as u64;
         outstanding -= 1 + k as u32;
+        if deadline.is_some_and(|d| posted < count && Instant::now() >= d) {
+            count = posted;
+        }
     }
-    Ok(())
+    Ok(done)
 }
 
 fn post_info_recv(ep: &Endpoint, slot: usize, ctx: u64) -> Result<(), String> {
     let sge = ep.sge(slot..slot + INFO_LEN);
     // SAFETY: the slot is read only after this Receive completes.
-    unsafe { ep.qp.receive(ctx, &[sge]) }.map_err(|e| format!("receive: {e}"))
+    unsafe { ep.qp.receive(ctx, &[sge]) }.map_err(common::err("receive"))
 }
 
 /// The server's buffer info, as ndrping's PeerInfo: remote token, then the address.
@@ -202,7 +231,7 @@ fn send_info(ep: &Endpoint) -> Result<(), String> {
     info[8..].copy_from_slice(&(ep.buf.as_ptr() as u64).to_le_bytes());
     let sge = Sge::new(info.as_ptr() as *mut u8, INFO_LEN as u32, 0);
     // SAFETY: INLINE: `info` is read during the call only.
-    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(|e| format!("send: {e}"))?;
+    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))?;
     if ep.next()?.request_context != INFO_SEND {
         return Err("unexpected completion before the run".into());
     }

@@ -1,5 +1,5 @@
 //! `nd rpingpong`: RDMA Write ping-pong latency, as Microsoft's ndrpingpong measures it
-//! (nd-reference.md §5.4): each side writes `size` bytes into the peer's buffer with an RDMA
+//! (docs/ND-RULES.md §5.4): each side writes `size` bytes into the peer's buffer with an RDMA
 //! Write, and detects the peer's Write by watching the last byte of its own buffer (the
 //! provider places a Write in order, so the last byte lands last). Reported like
 //! `nd pingpong`: half a round trip (ndrpingpong itself reports the full round trip).
@@ -11,11 +11,11 @@
 //!
 //! JSON: the [`Row`] latency keys, `op` = `write`.
 
-use netdirect::{OpFlags, RequestType, Sge};
+use netdirect::{OpFlags, Provider, RequestType, Sge};
 
 use crate::common::{
-    self, check, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Report, Role, Row, SizeArgs,
-    LAT_COLS,
+    self, check, Defaults, Endpoint, EndpointConfig, Laps, PeerArgs, Plan, Report, Role, Row,
+    SizeArgs, LAT_COLS,
 };
 
 /// Arguments of `nd rpingpong`.
@@ -36,7 +36,7 @@ const DEFAULTS: Defaults = Defaults {
 const INFO_RECV: u64 = 1;
 const INFO_SEND: u64 = 2;
 const WRITE_CTX: u64 = 3;
-/// `PeerInfo` (nd-reference.md §1.10): remote token, then the buffer address.
+/// `PeerInfo` (docs/ND-RULES.md §1.10): remote token, then the buffer address.
 const INFO_LEN: usize = 16;
 
 /// The last-byte values of iteration `k`: odd from the client, the next even from the server.
@@ -48,38 +48,47 @@ fn marks(k: u64) -> (u8, u8) {
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
+    // Checked before `--loopback` starts the two processes, so a refusal is said once.
+    let plan = args.sizes.plan(DEFAULTS)?;
+    let provider = args.peer.provider()?;
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
-    let plan = args.sizes.plan(DEFAULTS)?;
-    let provider = args.peer.provider()?;
+    args.peer
+        .serve(role, |role| run_as(args, role, &plan, &provider))
+}
+
+/// One run as `role`.
+fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
     // [data | info received]
     let data = plan.max_size().next_multiple_of(64);
     let cfg = EndpointConfig {
         buf_len: data + 64,
+        max_message: plan.max_size(),
         depth: 8,
         inline: 256,
         blocking: args.peer.blocking,
-        settings: common::settings("rpingpong", &args.peer, &plan, &[]),
+        settings: common::settings("rpingpong", &args.peer, plan, &[]),
         ..EndpointConfig::default()
     };
     let post_info_recv = |ep: &Endpoint| -> Result<(), String> {
         let sge = ep.sge(data..data + INFO_LEN);
         // SAFETY: the info slot is read only after this Receive completes.
-        unsafe { ep.qp.receive(INFO_RECV, &[sge]) }.map_err(|e| format!("receive: {e}"))
+        unsafe { ep.qp.receive(INFO_RECV, &[sge]) }.map_err(common::err("receive"))
     };
     let (ep, client) = match role {
         Role::Server(addr) => (
-            Endpoint::serve(&provider, addr, args.peer.announce, &cfg, post_info_recv)?,
+            Endpoint::serve(provider, addr, args.peer.announce, &cfg, post_info_recv)?,
             false,
         ),
         Role::Client(dest) => (
-            Endpoint::connect(&provider, dest, &cfg, post_info_recv)?,
+            Endpoint::connect(provider, dest, &cfg, post_info_recv)?,
             true,
         ),
     };
     let peer = exchange(&ep, data, client)?;
-    let mut report = Report::new(args.peer.json, plan.sweep, LAT_COLS);
+    let mut report =
+        Report::new(args.peer.json, plan.sweep, LAT_COLS).with_header(ep.header(args.peer.mode()));
     let mut writing = false;
     let mut k = 0u64;
     for &(size, n) in &plan.rounds {
@@ -128,7 +137,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 Some(r) => {
                     check(r)?;
                 }
-                None => ep.idle()?,
+                // The client may have disconnected already: the Write is then flushed.
+                None => ep.wait_io()?,
             }
         }
     }
@@ -220,7 +230,7 @@ fn send_info(ep: &Endpoint) -> Result<(), String> {
     info[8..].copy_from_slice(&(ep.buf.as_ptr() as u64).to_le_bytes());
     let sge = Sge::new(info.as_ptr() as *mut u8, INFO_LEN as u32, 0);
     // SAFETY: INLINE: `info` is read during the call only.
-    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(|e| format!("send: {e}"))
+    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))
 }
 
 /// Trade buffer info: the client sends first (iWARP: the active side speaks first), the server

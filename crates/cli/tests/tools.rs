@@ -3,53 +3,11 @@
 //! checked: keys present, values sane, sizes and counts as asked. Also the option exchange
 //! (a mismatch fails both ends with a clear message) and `nd bench --json`.
 
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+mod common;
 
 use serde_json::Value;
 
-const ND: &str = env!("CARGO_BIN_EXE_nd");
-/// Far above what any of these runs takes; only a hang reaches it.
-const LIMIT: Duration = Duration::from_secs(180);
-
-/// Run `nd args` in its own process group; kill the group if it outlives [`LIMIT`].
-/// Returns (success, stdout, stderr).
-fn nd(args: &[&str]) -> (bool, String, String) {
-    let mut child = Command::new(ND)
-        .args(args)
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn nd");
-    let pid = child.id();
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let e = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        let mut o = String::new();
-        let _ = out.read_to_string(&mut o);
-        let e = e.join().unwrap_or_default();
-        let _ = tx.send((child.wait().map(|s| s.success()).unwrap_or(false), o, e));
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(r) => r,
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{pid}")])
-                .status();
-            panic!("nd {args:?} did not finish within {LIMIT:?}");
-        }
-    }
-}
+use common::{nd, Server};
 
 /// Run `nd args --json`, which must succeed; the last line of its output, parsed.
 fn json(args: &[&str]) -> Value {
@@ -444,44 +402,11 @@ fn info_lists_adapter_fields_and_every_variable() {
 /// Start `nd server_args -s 127.0.0.1:0 --announce`, run `nd client_args -c <addr>`; both
 /// must fail, each naming the option that differs.
 fn mismatch(server_args: &[&str], client_args: &[&str], key: &str) {
-    let mut server = Command::new(ND)
-        .args(server_args)
-        .args(["-s", "127.0.0.1:0", "--announce"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn server");
-    // A server that hangs is killed after a minute: the reads below then end, and the test
-    // fails instead of hanging.
-    let pid = rustix::process::Pid::from_raw(server.id() as i32).expect("pid");
-    let (done, watch) = mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if watch.recv_timeout(Duration::from_secs(60)).is_err() {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-    });
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("LISTENING line");
-    let addr = line
-        .trim()
-        .strip_prefix("LISTENING ")
-        .expect("announced")
-        .to_string();
-    let (ok, _, client_err) = nd(&with(client_args, &["-c", &addr]));
-    let mut server_err = String::new();
-    server
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut server_err)
-        .unwrap();
-    let status = server.wait().unwrap();
-    let _ = done.send(());
-    let _ = watchdog.join();
+    let server = Server::start(server_args);
+    let (ok, _, client_err) = nd(&with(client_args, &["-c", &server.addr]));
+    let (server_ok, server_err) = server.finish();
     assert!(!ok, "the client must fail");
-    assert!(!status.success(), "the server must fail");
+    assert!(!server_ok, "the server must fail");
     for (who, e) in [("client", &client_err), ("server", &server_err)] {
         assert!(
             e.contains("option mismatch") && e.contains(key),

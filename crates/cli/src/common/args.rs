@@ -1,7 +1,7 @@
 //! The command-line options the tools share: who this end is (`-s`, `-c`, `--loopback`),
 //! the provider and mode, and the size plan (`--size`, `-a`, `-n`, `--warmup`).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use netdirect::{Adapter, Provider};
 
@@ -11,16 +11,25 @@ use super::process::{pin, run_loopback};
 /// The perftest default port.
 pub(crate) const DEFAULT_PORT: u16 = 18515;
 
+/// The most iterations `-n` may ask for: the latency tools keep an 8-byte sample per iteration
+/// (800 MB here), and at the throughput tools' fastest rates it is minutes of running.
+pub(crate) const MAX_ITERATIONS: u64 = 100_000_000;
+
 /// Largest size of an `-a` sweep (perftest's 2^23).
 pub(crate) const SWEEP_MAX: usize = 8 << 20;
 
 /// Options every peer-to-peer test takes.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct PeerArgs {
-    /// Serve one run on this address (port 18515, perftest's, if none is given) and exit.
+    /// Serve one run on this address or host name (port 18515, perftest's, if none is
+    /// given) and exit.
     #[arg(short = 's', long = "server", value_name = "ADDR[:PORT]", conflicts_with_all = ["client", "loopback"])]
     pub(crate) server: Option<String>,
-    /// Connect to a server at this address.
+    /// With -s: serve one client after another until interrupted; a run a client took part
+    /// in that fails is reported and the next client is served.
+    #[arg(long, requires = "server")]
+    pub(crate) forever: bool,
+    /// Connect to a server at this address or host name.
     #[arg(
         short = 'c',
         long = "client",
@@ -45,7 +54,8 @@ pub(crate) struct PeerArgs {
     /// Pin this process to a CPU (set by --loopback).
     #[arg(long, hide = true)]
     pub(crate) cpu: Option<usize>,
-    /// Print a LISTENING line with the bound address once listening (set by --loopback).
+    /// Print a LISTENING line with the bound address once listening, and a CONNECTED line
+    /// once a client is accepted (set by --loopback; the tests read them).
     #[arg(long, hide = true)]
     pub(crate) announce: bool,
 }
@@ -57,24 +67,53 @@ pub(crate) enum Role {
     Client(SocketAddr),
 }
 
-/// Parse `ADDR[:PORT]` (IPv6 as `[ADDR]:PORT` or a bare address). Port 0 on a client, or a
-/// missing port, means [`DEFAULT_PORT`]; a server may bind port 0 (any free port).
+/// Parse `ADDR[:PORT]`: an IP address (IPv6 as `[ADDR]:PORT` or bare) or a host name,
+/// resolved by the system resolver (`getaddrinfo`, through std's `ToSocketAddrs`). Port 0 on
+/// a client, or a missing port, means [`DEFAULT_PORT`]; a server may bind port 0 (any free
+/// port).
 pub(crate) fn parse_endpoint(s: &str) -> Result<SocketAddr, String> {
     let a = match s.parse::<SocketAddr>() {
         Ok(a) => a,
-        Err(_) => {
-            let ip: IpAddr = s
-                .trim_matches(['[', ']'])
-                .parse()
-                .map_err(|_| format!("bad address {s:?}"))?;
-            SocketAddr::new(ip, DEFAULT_PORT)
-        }
+        Err(_) => match s.trim_matches(['[', ']']).parse::<IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, DEFAULT_PORT),
+            Err(_) => resolve_host(s)?,
+        },
     };
-    // nd-reference §5.0: an address of 0.0.0.0 is "Bad address."
+    // docs/ND-RULES.md §5.0: an address of 0.0.0.0 is "Bad address."
     if a.ip().is_unspecified() {
-        return Err(format!("bad address {s:?}"));
+        return Err(format!(
+            "bad address {s:?}: give a host's address, not 0.0.0.0 or ::"
+        ));
     }
     Ok(a)
+}
+
+/// `HOST[:PORT]` through the resolver. The first IPv4 address wins over IPv6 ones: servers
+/// listen on one address, and `localhost` is commonly `::1` first while `-s localhost` and
+/// the examples' servers are on `127.0.0.1`.
+fn resolve_host(s: &str) -> Result<SocketAddr, String> {
+    let (host, port) = match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => {
+            let port = p
+                .parse::<u16>()
+                .map_err(|_| format!("bad address {s:?}: the port must be a number 0..=65535"))?;
+            (h, port)
+        }
+        _ => (s, DEFAULT_PORT),
+    };
+    if host.is_empty() {
+        return Err(format!("bad address {s:?}: no host"));
+    }
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("bad address {s:?}: cannot resolve {host:?}: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("bad address {s:?}: {host:?} has no address"))
 }
 
 impl PeerArgs {
@@ -103,8 +142,44 @@ impl PeerArgs {
         Ok(Some(role))
     }
 
+    /// Run `once` for this role; a `--forever` server runs it again for the next client after
+    /// each run, reporting a failed run instead of ending.
+    pub(crate) fn serve(
+        &self,
+        role: Role,
+        mut once: impl FnMut(Role) -> Result<(), String>,
+    ) -> Result<(), String> {
+        if !(self.forever && matches!(role, Role::Server(_))) {
+            return once(role);
+        }
+        let mut role = role;
+        loop {
+            super::endpoint::take_request_seen();
+            let r = once(role);
+            if let Some(a) = super::endpoint::listened_on() {
+                role = Role::Server(a);
+            }
+            if let Err(e) = r {
+                if !super::endpoint::take_request_seen() {
+                    return Err(e);
+                }
+                eprintln!("nd: {e}; waiting for the next client");
+            }
+        }
+    }
+
     pub(crate) fn provider(&self) -> Result<Provider, String> {
         open_provider(self.provider.as_deref())
+    }
+
+    /// The yardsticks serve one run: `--forever` is an error for them, not ignored.
+    pub(crate) fn once_only(&self, tool: &str) -> Result<(), String> {
+        if self.forever {
+            return Err(format!(
+                "{tool} serves one run; --forever is for ping, pingpong, rping and rpingpong"
+            ));
+        }
+        Ok(())
     }
 
     /// "poll" or "blocking", as reported and exchanged.
@@ -117,12 +192,40 @@ impl PeerArgs {
     }
 }
 
-/// The provider called `name`, else the one `ND_PROVIDER` selects (default tcp).
+/// The provider called `name`, else the one `ND_PROVIDER` selects (default tcp). An unknown
+/// name is an error that lists the names there are.
 pub(crate) fn open_provider(name: Option<&str>) -> Result<Provider, String> {
     match name {
-        Some(p) => Provider::select(p).map_err(|e| format!("provider {p}: {e}")),
-        None => Provider::from_env().map_err(|e| format!("ND_PROVIDER: {e}")),
+        Some(p) => Provider::select(p).map_err(|_| unknown_provider("--provider", p)),
+        None => Provider::from_env().map_err(|_| unknown_provider("ND_PROVIDER", &env_spec())),
     }
+}
+
+/// The providers a listing tool (`nd info`, `nd cat`) covers: the one `--provider` names, else
+/// those `ND_PROVIDER` admits when it is set, else every provider.
+pub(crate) fn listed_providers(name: Option<&str>) -> Result<Vec<Provider>, String> {
+    if name.is_some() {
+        return open_provider(name).map(|p| vec![p]);
+    }
+    if env_spec().trim().is_empty() {
+        return Ok(Provider::all());
+    }
+    Provider::catalog().map_err(|_| unknown_provider("ND_PROVIDER", &env_spec()))
+}
+
+fn env_spec() -> String {
+    std::env::var("ND_PROVIDER").unwrap_or_default()
+}
+
+/// The error for a provider selection that names no provider: what was given, and the
+/// choices.
+fn unknown_provider(source: &str, spec: &str) -> String {
+    let names: Vec<&str> = Provider::all().iter().map(Provider::name).collect();
+    format!(
+        "{source} {spec:?} names no provider; the providers are {} (or a list such as \
+         \"shm,tcp\", first present wins, or \"^shm\" for any but shm)",
+        names.join(", ")
+    )
 }
 
 /// Message sizes and counts (perftest's `-s`, `-a`, `-n`; `-s` is taken by ND's server flag,
@@ -149,6 +252,8 @@ pub(crate) struct SizeArgs {
 pub(crate) struct Defaults {
     pub(crate) size: usize,
     pub(crate) iterations: u64,
+    /// Iterations per size of a sweep without `-n` (capped by `volume` too).
+    pub(crate) sweep_iterations: u64,
     /// Bytes one size may move at most in a sweep (large sizes get fewer iterations, as
     /// Microsoft's x_MaxVolume does).
     pub(crate) volume: u64,
@@ -165,6 +270,7 @@ impl Defaults {
         Self {
             size,
             iterations,
+            sweep_iterations: iterations,
             volume,
             min_size: 0,
             sweep: false,
@@ -179,6 +285,8 @@ pub(crate) struct Plan {
     pub(crate) rounds: Vec<(usize, u64)>,
     pub(crate) warmup: u64,
     pub(crate) sweep: bool,
+    /// `-n` was given: the counts are the user's, not to be cut short by time.
+    pub(crate) counted: bool,
 }
 
 impl SizeArgs {
@@ -186,14 +294,22 @@ impl SizeArgs {
     /// and at most the tool's default count; with `-n`, a single size gets exactly that many
     /// and a sweep at most that many.
     pub(crate) fn plan(&self, d: Defaults) -> Result<Plan, String> {
-        if self.iterations == Some(0) {
-            return Err("-n must be at least 1".into());
+        match self.iterations {
+            Some(0) => return Err("-n must be at least 1".into()),
+            Some(n) if n > MAX_ITERATIONS => {
+                return Err(format!(
+                    "-n {n} is more than the {MAX_ITERATIONS} iterations a run may have (the \
+                     latency tools keep an 8-byte sample per iteration)"
+                ))
+            }
+            _ => {}
         }
         let sweep = self.all || (d.sweep && self.size.is_none());
         let by_volume = |s: usize| (d.volume / s.max(1) as u64).max(10);
         let count = |s: usize| match self.iterations {
             Some(n) if sweep => n.min(by_volume(s)),
             Some(n) => n,
+            None if sweep => d.sweep_iterations.min(by_volume(s)),
             None => d.iterations.min(by_volume(s)),
         };
         let rounds: Vec<(usize, u64)> = if sweep {
@@ -204,6 +320,16 @@ impl SizeArgs {
                 .collect()
         } else {
             let size = self.size.unwrap_or(d.size);
+            // ND lengths are 32-bit (ND2_SGE's BufferLength, MaxTransferLength): a larger size
+            // is refused here, before any buffer is sized from it; the adapter's own limit is
+            // checked once it is open (EndpointConfig::max_message).
+            if size > u32::MAX as usize {
+                return Err(format!(
+                    "--size {size} is larger than any ND transfer (at most {} bytes: ND lengths \
+                     are 32-bit)",
+                    u32::MAX
+                ));
+            }
             if size < d.min_size {
                 return Err(format!("--size must be at least {}", d.min_size));
             }
@@ -215,6 +341,7 @@ impl SizeArgs {
             rounds,
             warmup,
             sweep,
+            counted: self.iterations.is_some(),
         })
     }
 }

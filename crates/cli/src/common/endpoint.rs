@@ -4,6 +4,8 @@
 use std::cell::Cell;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use netdirect::{
     Adapter, CompletionQueue, Connector, MemoryRegion, MrFlags, NdResult, NotifyType, OpFlags,
@@ -26,15 +28,43 @@ pub(crate) struct Endpoint {
     blocking: bool,
     /// This end accepted (the server): it lets the client disconnect first.
     passive: bool,
+    /// The queue pair's depth (initiator and receive) and inline size, for [`Endpoint::header`].
+    depth: u32,
+    inline: u32,
     /// A `Notify(ANY)` armed by an earlier wait that has not fired yet: reused rather than
     /// armed again, so a blocking loop keeps at most one request outstanding.
     armed: Cell<Option<Overlapped>>,
+    /// `NotifyDisconnect`, armed once connected: a loop that waits with no request posted
+    /// ([`Endpoint::idle`]) would get no flushed completion when the peer goes away.
+    ended: Option<Overlapped>,
+}
+
+/// Whether a client's connection request reached [`Endpoint::serve`] since
+/// [`take_request_seen`] last read it: a `--forever` server goes on after a failed run only if
+/// a client took part (an error of its own set-up would recur for every client).
+static REQUEST_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// The address the last [`Endpoint::serve`] listened on: a `--forever` server asked for port 0
+/// keeps the port it got for the clients after the first.
+static LISTENED_ON: Mutex<Option<SocketAddr>> = Mutex::new(None);
+
+/// The address the last [`Endpoint::serve`] listened on, if any.
+pub(crate) fn listened_on() -> Option<SocketAddr> {
+    *LISTENED_ON.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Read and clear [`REQUEST_SEEN`].
+pub(crate) fn take_request_seen() -> bool {
+    REQUEST_SEEN.swap(false, Ordering::Relaxed)
 }
 
 /// Sizes of an [`Endpoint`].
 #[derive(Default)]
 pub(crate) struct EndpointConfig {
     pub(crate) buf_len: usize,
+    /// The largest message the run transfers: checked against the adapter's
+    /// `MaxTransferLength` before anything is allocated.
+    pub(crate) max_message: usize,
     pub(crate) depth: u32,
     pub(crate) inline: u32,
     /// The read limits to Connect or Accept with (inbound, outbound): Reads the peer may
@@ -55,7 +85,23 @@ pub(crate) fn err(what: &str) -> impl Fn(netdirect::Error) -> String + '_ {
 #[cold]
 #[inline(never)]
 fn failed(what: &str, e: netdirect::Error) -> String {
+    if ended_by_peer(e.status()) {
+        return format!("the peer disconnected ({what}: {e})");
+    }
     format!("{what}: {e}")
+}
+
+/// The statuses a request gets once the connection has ended under it. The tools never end
+/// a connection during a run, so in a run they mean the peer did (it exited, or was killed).
+fn ended_by_peer(s: Status) -> bool {
+    [
+        Status::CONNECTION_DISCONNECTED,
+        Status::CONNECTION_ABORTED,
+        Status::CONNECTION_INVALID,
+        // A Receive or request flushed when the connection ended.
+        Status::CANCELED,
+    ]
+    .contains(&s)
 }
 
 /// A completion that did not succeed, as an error.
@@ -72,6 +118,12 @@ pub(crate) fn check(r: NdResult) -> Result<NdResult, String> {
 #[cold]
 #[inline(never)]
 fn unsuccessful(r: &NdResult) -> String {
+    if ended_by_peer(r.status) {
+        return format!(
+            "the peer disconnected (a {:?} completed with {})",
+            r.request_type, r.status
+        );
+    }
     format!(
         "{:?} completed with {} (context {:#x})",
         r.request_type, r.status, r.request_context
@@ -84,6 +136,7 @@ impl Endpoint {
             .open_adapter_for(SocketAddr::new(local, 0))
             .map_err(err("open adapter"))?;
         let info = adapter.query();
+        check_limits(cfg, &info)?;
         let depth = cfg
             .depth
             .min(info.max_completion_queue_depth / 2)
@@ -119,7 +172,10 @@ impl Endpoint {
             token,
             blocking: cfg.blocking,
             passive: false,
+            depth,
+            inline,
             armed: Cell::new(None),
+            ended: None,
         })
     }
 
@@ -141,8 +197,9 @@ impl Endpoint {
             .map_err(err("create listener"))?;
         listener.bind(addr).map_err(err("bind"))?;
         listener.listen(1).map_err(err("listen"))?;
+        let a = listener.get_local_address().map_err(err("local address"))?;
+        *LISTENED_ON.lock().unwrap_or_else(|e| e.into_inner()) = Some(a);
         if announce {
-            let a = listener.get_local_address().map_err(err("local address"))?;
             println!("LISTENING {a}");
             let _ = std::io::stdout().flush();
         }
@@ -151,10 +208,12 @@ impl Endpoint {
             .map_err(err("get connection request"))?
             .wait()
             .map_err(err("get connection request"))?;
+        REQUEST_SEEN.store(true, Ordering::Relaxed);
         let theirs = ep.connector.private_data().map_err(err("private data"))?;
         let theirs = String::from_utf8_lossy(&theirs);
-        if let Err(e) = check_settings(&cfg.settings, &theirs, "client") {
-            let _ = ep.connector.reject(cfg.settings.as_bytes());
+        let ours = with_provider(&cfg.settings, provider);
+        if let Err(e) = check_settings(&ours, &theirs, "client") {
+            let _ = ep.connector.reject(ours.as_bytes());
             return Err(e);
         }
         pre_accept(&ep)?;
@@ -164,6 +223,17 @@ impl Endpoint {
             .map_err(err("accept"))?
             .wait()
             .map_err(err("accept"))?;
+        ep.watch_disconnect()?;
+        if announce {
+            // For whoever started us (the tests): the run has begun. A reader that has gone
+            // is no error (its pipe is closed; SIGPIPE is ignored in Rust programs).
+            let peer = ep
+                .connector
+                .get_peer_address()
+                .map_err(err("peer address"))?;
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "CONNECTED {peer}").and_then(|()| out.flush());
+        }
         Ok(ep)
     }
 
@@ -177,32 +247,89 @@ impl Endpoint {
         pre_connect: impl FnOnce(&Self) -> Result<(), String>,
     ) -> Result<Self, String> {
         let local = resolve_local(dest)?;
-        let ep = Self::open(provider, local, cfg)?;
+        let mut ep = Self::open(provider, local, cfg)?;
         pre_connect(&ep)?;
         ep.connector
             .bind(SocketAddr::new(local, 0))
             .map_err(err("bind"))?;
         let (inbound, outbound) = cfg.read_limits;
+        let ours = with_provider(&cfg.settings, provider);
         let r = ep
             .connector
-            .connect(&ep.qp, dest, inbound, outbound, cfg.settings.as_bytes())
+            .connect(&ep.qp, dest, inbound, outbound, ours.as_bytes())
             .and_then(|ov| ov.wait());
         if let Err(e) = r {
-            if e.status() == Status::CONNECTION_REFUSED {
-                if let Ok(theirs) = ep.connector.private_data() {
-                    if !theirs.is_empty() {
-                        check_settings(&cfg.settings, &String::from_utf8_lossy(&theirs), "server")?;
-                    }
-                }
+            if e.status() != Status::CONNECTION_REFUSED {
+                return Err(failed("connect", e));
             }
-            return Err(format!("connect: {e}"));
+            let theirs = ep.connector.private_data().unwrap_or_default();
+            if !theirs.is_empty() {
+                // Rejected for a settings mismatch: the server sent its settings back.
+                check_settings(&ours, &String::from_utf8_lossy(&theirs), "server")?;
+            }
+            // Nobody listens there on this provider. A server on another provider cannot see
+            // our request at all (each provider has its own transport), so it would wait on;
+            // offering our settings through the others makes it refuse us, and say why.
+            if let Some(other) = probe_other_providers(provider, local, dest, &ours) {
+                return Err(format!(
+                    "the server uses provider {other}, this client {}: give both ends the same \
+                     --provider (or ND_PROVIDER)",
+                    provider.name()
+                ));
+            }
+            return Err(format!(
+                "connect: no {} server listens at {dest} ({e})",
+                provider.name()
+            ));
         }
         ep.connector
             .complete_connect()
             .map_err(err("complete connect"))?
             .wait()
             .map_err(err("complete connect"))?;
+        ep.watch_disconnect()?;
         Ok(ep)
+    }
+
+    fn watch_disconnect(&mut self) -> Result<(), String> {
+        let ov = self
+            .connector
+            .notify_disconnect()
+            .map_err(err("notify disconnect"))?;
+        self.ended = Some(ov);
+        Ok(())
+    }
+
+    /// The block printed before a result table, as perftest prints one: the provider, both
+    /// addresses, the queue pair's parameters and the inline size.
+    pub(crate) fn header(&self, mode: &str) -> Vec<String> {
+        let info = self.adapter.query();
+        let addr = |a: netdirect::Result<SocketAddr>| a.map_or("?".into(), |a| a.to_string());
+        let (inbound, outbound) = self
+            .connector
+            .get_read_limits()
+            .map_or((0, 0), |l| (l.inbound, l.outbound));
+        let rule = "-".repeat(90);
+        vec![
+            rule.clone(),
+            format!(" provider: {}, {mode}", self.adapter.provider_name()),
+            format!(
+                " local address: {}   remote address: {}",
+                addr(self.connector.get_local_address()),
+                addr(self.connector.get_peer_address())
+            ),
+            format!(
+                " queue pair: depth {} (initiator and receive), 1 SGE, read limits {inbound} in, \
+                 {outbound} out",
+                self.depth
+            ),
+            format!(
+                " inline: up to {} bytes; sent INLINE below {} bytes (InlineRequestThreshold)",
+                self.inline, info.inline_request_threshold
+            ),
+            format!(" MaxTransferLength: {} bytes", info.max_transfer_length),
+            rule,
+        ]
     }
 
     /// An SGE over bytes `range` of the registered buffer (panics outside it).
@@ -212,7 +339,7 @@ impl Endpoint {
     }
 
     /// The flags the examples post `size` bytes of a Send or Write with: `INLINE` below the
-    /// adapter's `InlineRequestThreshold` (nd-reference §5.0), none from it on.
+    /// adapter's `InlineRequestThreshold` (docs/ND-RULES.md §5.0), none from it on.
     pub(crate) fn inline_flags(&self, size: usize) -> OpFlags {
         if size < self.adapter.query().inline_request_threshold as usize {
             OpFlags::INLINE
@@ -236,7 +363,7 @@ impl Endpoint {
     /// PAUSE").
     /// Blocking mode arms `Notify(ND_CQ_NOTIFY_ANY)` (or keeps the one still armed from an
     /// earlier call), then polls, then sleeps in `GetOverlappedResult(wait)` if the queue was
-    /// empty. Polling after arming is what makes this race-free (nd-reference R-CQ: a
+    /// empty. Polling after arming is what makes this race-free (docs/ND-RULES.md R-CQ: a
     /// completion that lands after the `GetResults` fires the armed Notify, so it cannot be
     /// slept through), and it costs one `GetResults` per wake-up, not two. The wait drives the
     /// provider's I/O: one wake-up per completion that finds us asleep.
@@ -282,7 +409,17 @@ impl Endpoint {
     /// blocking mode sleep until the adapter's descriptor says its I/O needs driving, then
     /// drive it; in polling mode return at once, to be called again (the caller's
     /// `GetResults` drives the I/O; no `PAUSE`, as in [`Endpoint::next`]).
+    /// A peer that has gone is an error: nothing would ever arrive.
     pub(crate) fn idle(&self) -> Result<(), String> {
+        if self.ended.as_ref().is_some_and(Overlapped::is_complete) {
+            return Err("the peer disconnected (NotifyDisconnect completed)".into());
+        }
+        self.wait_io()
+    }
+
+    /// [`Endpoint::idle`] without the disconnect check: for a wait that a disconnect ends by
+    /// itself (a request still outstanding is flushed).
+    pub(crate) fn wait_io(&self) -> Result<(), String> {
         if !self.blocking {
             return Ok(());
         }
@@ -308,7 +445,7 @@ impl Endpoint {
             let _ = ov.wait();
         }
         if self.passive {
-            if let Ok(ov) = self.connector.notify_disconnect() {
+            if let Some(ov) = &self.ended {
                 let _ = ov.wait();
             }
         }
@@ -316,6 +453,67 @@ impl Endpoint {
             let _ = ov.wait();
         }
     }
+}
+
+/// Sizes the adapter cannot carry, refused before any buffer is allocated: the message against
+/// `MaxTransferLength`, the buffer against `MaxRegistrationSize`.
+fn check_limits(cfg: &EndpointConfig, info: &netdirect::AdapterInfo) -> Result<(), String> {
+    let max = info.max_transfer_length as usize;
+    if cfg.max_message > max {
+        return Err(format!(
+            "--size {} is larger than the adapter's MaxTransferLength ({max} bytes); give \
+             --size {max} or less",
+            cfg.max_message
+        ));
+    }
+    if cfg.buf_len > info.max_registration_size {
+        return Err(format!(
+            "the run needs a {}-byte registration, larger than the adapter's \
+             MaxRegistrationSize ({} bytes); give a smaller --size",
+            cfg.buf_len, info.max_registration_size
+        ));
+    }
+    Ok(())
+}
+
+/// The settings a connection offers: the tool's, and the provider, so that a server and a
+/// client on different providers can name the difference.
+fn with_provider(settings: &str, provider: &Provider) -> String {
+    format!("{settings} provider={}", provider.name())
+}
+
+/// Offer `settings` to `dest` through every provider but `ours`; the name of the provider
+/// whose server answered with a rejection (the settings it sends back), if one did. Every
+/// failure here is just "not this one".
+fn probe_other_providers(
+    ours: &Provider,
+    local: IpAddr,
+    dest: SocketAddr,
+    settings: &str,
+) -> Option<&'static str> {
+    Provider::all()
+        .into_iter()
+        .filter(|p| p.name() != ours.name())
+        .find(|p| {
+            let rejected = || -> netdirect::Result<bool> {
+                let adapter = p.open_adapter_for(SocketAddr::new(local, 0))?;
+                let cq = adapter.create_completion_queue(2, 0, 0)?;
+                let qp = adapter.create_queue_pair(&cq, &cq, 0, 1, 1, 1, 1, 0)?;
+                let connector = adapter.create_connector()?;
+                connector.bind(SocketAddr::new(local, 0))?;
+                match connector
+                    .connect(&qp, dest, 0, 0, settings.as_bytes())
+                    .and_then(|ov| ov.wait())
+                {
+                    // Our settings name another provider, so no server accepts them.
+                    Ok(()) => Ok(false),
+                    Err(e) => Ok(e.status() == Status::CONNECTION_REFUSED
+                        && !connector.private_data()?.is_empty()),
+                }
+            };
+            rejected().unwrap_or(false)
+        })
+        .map(|p| p.name())
 }
 
 /// Finish an overlapped request: `GetOverlappedResult(wait)` when blocking, else poll it

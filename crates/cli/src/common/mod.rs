@@ -9,7 +9,9 @@ mod process;
 mod report;
 mod settings;
 
-pub(crate) use args::{open_provider, Defaults, LocalArgs, PeerArgs, Plan, Role, SizeArgs};
+#[cfg(test)]
+pub(crate) use args::parse_endpoint;
+pub(crate) use args::{listed_providers, Defaults, LocalArgs, PeerArgs, Plan, Role, SizeArgs};
 pub(crate) use endpoint::{check, err, finish, Endpoint, EndpointConfig};
 pub(crate) use report::{Col, Laps, Report, Row, BW_COLS, LAT_COLS};
 pub(crate) use settings::{exchange_tcp_settings, settings};

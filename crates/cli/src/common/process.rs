@@ -36,8 +36,8 @@ pub(super) fn run_loopback() -> Result<(), String> {
     lines.read_line(&mut line).map_err(|e| e.to_string())?;
     let Some(addr) = line.trim().strip_prefix("LISTENING ") else {
         let _ = server.kill();
-        let _ = server.wait();
-        return Err(format!("server did not start: {line:?}"));
+        let status = server.wait().map_err(|e| e.to_string())?;
+        return Err(ended("server", status));
     };
     let client = Command::new(&exe)
         .args(&args)
@@ -51,12 +51,21 @@ pub(super) fn run_loopback() -> Result<(), String> {
     }
     let server = server.wait().map_err(|e| e.to_string())?;
     if !client.success() {
-        return Err(format!("client failed: {client}"));
+        return Err(ended("client", client));
     }
     if !server.success() {
-        return Err(format!("server failed: {server}"));
+        return Err(ended("server", server));
     }
     Ok(())
+}
+
+/// The error of a loopback run whose `end` exited with `status`: empty (nothing more to
+/// print) when the child reported its own error (exit code 1, see `main`), else what ended it.
+fn ended(end: &str, status: std::process::ExitStatus) -> String {
+    if status.code() == Some(1) {
+        return String::new();
+    }
+    format!("the {end} ended with {status}")
 }
 
 /// The local address the kernel would use to reach `dest` (`NdResolveAddress`), as the ND

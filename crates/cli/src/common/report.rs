@@ -16,6 +16,8 @@ pub(crate) struct Latency {
     pub(crate) p99_us: f64,
     pub(crate) p999_us: f64,
     pub(crate) max_us: f64,
+    /// The standard deviation of the samples (perftest's `t_stdev`).
+    pub(crate) stdev_us: f64,
 }
 
 impl Latency {
@@ -33,14 +35,21 @@ impl Latency {
         let mean =
             |s: &[u64]| s.iter().map(|&x| x as f64).sum::<f64>() / s.len().max(1) as f64 / 1000.0;
         let quarter = samples.len() / 4;
+        let avg = mean(samples);
+        let var = samples
+            .iter()
+            .map(|&x| (x as f64 / 1000.0 - avg).powi(2))
+            .sum::<f64>()
+            / samples.len().max(1) as f64;
         Self {
             min_us: at(0.0),
             median_us: at(0.5),
-            mean_us: mean(samples),
+            mean_us: avg,
             iqm_us: mean(&samples[quarter..samples.len() - quarter]),
             p99_us: at(0.99),
             p999_us: at(0.999),
             max_us: at(1.0),
+            stdev_us: var.sqrt(),
         }
     }
 }
@@ -135,8 +144,9 @@ impl Laps {
 ///   `kernel-tcp` and `shared-memory`), `op` (`send`,
 ///   `write`, `read`, `register`, ...), `mode` (`poll` or `blocking`), `size` (bytes),
 ///   `iterations` (timed ones);
-/// * latency tools: `min_us`, `median_us`, `mean_us`, `iqm_us`, `p99_us`, `p999_us`, `max_us`
-///   (microseconds; half a round trip for the ping-pongs, like ndpingpong and perftest);
+/// * latency tools: `min_us`, `median_us`, `mean_us`, `iqm_us`, `p99_us`, `p999_us`, `max_us`,
+///   `stdev_us` (microseconds; half a round trip for the ping-pongs, like ndpingpong and
+///   perftest);
 /// * throughput tools: `seconds`, `mb_per_s` (10^6 bytes per second), `msg_per_s`,
 ///   `mmsg_per_s` (10^6 messages per second);
 /// * tool-specific keys documented with each tool (e.g. `pipeline`, `threads`, `reg_us`).
@@ -218,13 +228,15 @@ pub(crate) struct Col(
     pub(crate) usize,
 );
 
-/// perftest's latency columns (`t_typical` is the median).
+/// perftest's latency columns, in its order (`t_typical` is the median).
 pub(crate) const LAT_COLS: &[Col] = &[
     Col("#bytes", "size", 0),
     Col("#iters", "iterations", 0),
     Col("t_min[us]", "min_us", 2),
+    Col("t_max[us]", "max_us", 2),
     Col("t_typ[us]", "median_us", 2),
     Col("t_avg[us]", "mean_us", 2),
+    Col("t_stdev[us]", "stdev_us", 2),
     Col("99%[us]", "p99_us", 2),
     Col("99.9%[us]", "p999_us", 2),
 ];
@@ -244,6 +256,8 @@ pub(crate) struct Report {
     sweep: bool,
     cols: &'static [Col],
     rows: Vec<serde_json::Value>,
+    /// Lines printed before the table (text only): [`Endpoint::header`](super::Endpoint::header).
+    header: Vec<String>,
 }
 
 impl Report {
@@ -253,13 +267,33 @@ impl Report {
             sweep,
             cols,
             rows: Vec::new(),
+            header: Vec::new(),
         }
+    }
+
+    /// Print `lines` before the table.
+    pub(crate) fn with_header(mut self, lines: Vec<String>) -> Self {
+        self.header = lines;
+        self
     }
 
     pub(crate) fn push(&mut self, row: &Row) {
         let v = serde_json::to_value(row).expect("a row serializes");
+        if self.sweep {
+            // A sweep's progress, where --json prints nothing until the end.
+            let n = v.get("iterations").and_then(serde_json::Value::as_u64);
+            eprintln!(
+                "nd {}: {} B done ({} iterations)",
+                row.tool,
+                row.size,
+                n.unwrap_or(0)
+            );
+        }
         if !self.json {
             if self.rows.is_empty() {
+                for line in &self.header {
+                    println!("{line}");
+                }
                 let head: Vec<String> = self.cols.iter().map(|c| format!("{:>12}", c.0)).collect();
                 println!("{}", head.join(" "));
             }
@@ -331,6 +365,13 @@ mod tests {
         assert_eq!(l.median_us, 0.135);
         assert!((l.iqm_us - 0.1325).abs() < 1e-12, "{}", l.iqm_us);
         assert!((l.mean_us - 0.614_375).abs() < 1e-12, "{}", l.mean_us);
+        // The population standard deviation.
+        let var = [135, 4000, 130, 125, 130, 120, 135, 140]
+            .iter()
+            .map(|&x| (x as f64 / 1000.0 - 0.614_375).powi(2))
+            .sum::<f64>()
+            / 8.0;
+        assert!((l.stdev_us - var.sqrt()).abs() < 1e-12, "{}", l.stdev_us);
         // One sample: every statistic is that sample.
         let l = Latency::from_ns(&mut [250]);
         assert_eq!(

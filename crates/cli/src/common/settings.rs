@@ -41,6 +41,20 @@ pub(crate) fn check_settings(ours: &str, theirs: &str, peer_is: &str) -> Result<
             .collect()
     };
     let (a, b) = (kv(ours), kv(theirs));
+    // A different provider first, and alone: every other difference follows from it.
+    let provider = |v: &[(String, String)]| {
+        v.iter()
+            .find(|(k, _)| k == "provider")
+            .map(|(_, v)| v.clone())
+    };
+    if let (Some(here), Some(there)) = (provider(&a), provider(&b)) {
+        if here != there {
+            return Err(format!(
+                "the {peer_is} uses provider {there}, this end {here}: give both ends the same \
+                 --provider (or ND_PROVIDER)"
+            ));
+        }
+    }
     let mut diffs = Vec::new();
     for (k, v) in &a {
         let other = b.iter().find(|(k2, _)| k2 == k).map(|(_, v)| v.as_str());
@@ -115,6 +129,21 @@ mod tests {
         assert!(e.contains("n: here 10, server (unset)"), "{e}");
         assert!(e.contains("op: here (unset), server read"), "{e}");
         assert!(!e.contains("tool:"), "{e}");
+    }
+
+    #[test]
+    fn a_different_provider_is_named_alone() {
+        let e = check_settings(
+            "tool=ping size=8 provider=shm",
+            "tool=ping size=16 provider=tcp",
+            "client",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("the client uses provider tcp, this end shm"),
+            "{e}"
+        );
+        assert!(!e.contains("size"), "{e}");
     }
 
     #[test]
