@@ -26,6 +26,7 @@
 #define NDW_WPRINTF_H
 
 #include "ndw_types.h"
+#include "ndw_printf.h" /* the narrow functions' %I64, %I32, %I and %w */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>

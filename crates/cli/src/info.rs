@@ -18,12 +18,20 @@ pub(crate) struct Args {
     json: bool,
 }
 
-/// The library's own variable, read by `Provider::from_env` (not by an adapter).
-const LIBRARY_VARIABLES: &[(&str, &str, &str)] = &[(
-    "ND_PROVIDER",
-    netdirect::DEFAULT_PROVIDER,
-    "which provider Provider::from_env opens: a name, a list tried in order (shm,tcp), or ^name to exclude one (FI_PROVIDER syntax)",
-)];
+/// The library's own variables: `ND_PROVIDER`, read by `Provider::from_env`, and
+/// `ND_PROGRESS`, read when an adapter opens (every provider's).
+const LIBRARY_VARIABLES: &[(&str, &str, &str)] = &[
+    (
+        "ND_PROVIDER",
+        netdirect::DEFAULT_PROVIDER,
+        "which provider Provider::from_env opens: a name, a list tried in order (shm,tcp), or ^name to exclude one (FI_PROVIDER syntax)",
+    ),
+    (
+        "ND_PROGRESS",
+        "manual",
+        "who advances an adapter's I/O besides the application's polls and waits: manual (nobody) or thread (a progress engine that drives it while the application does not); Adapter::set_progress_mode overrides it",
+    ),
+];
 
 /// Every configuration variable of provider `name`: (name, default, meaning), as `fi_info -e`
 /// lists them.

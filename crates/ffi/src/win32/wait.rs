@@ -80,14 +80,23 @@ impl Waitable {
             if take() {
                 return true;
             }
+            let drivers = self.drivers.live();
             let left = match deadline {
                 None => None,
                 Some(d) => match d.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => Some(left),
-                    _ => return false,
+                    _ => {
+                        // Out of time (a zero timeout included): one pass of progress first,
+                        // as hardware would have made it meanwhile. A program that polls a
+                        // port with a zero timeout between posts must see its connections
+                        // and requests advance.
+                        for d in &drivers {
+                            d.progress();
+                        }
+                        return take();
+                    }
                 },
             };
-            let drivers = self.drivers.live();
             match drivers.as_slice() {
                 [] => {
                     let g = self.generation.lock().unwrap_or_else(|e| e.into_inner());
