@@ -15,14 +15,32 @@ pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The directory holding `libnetdirect.so` (the test binary's profile directory).
+/// The directory holding `libnetdirect.so` (the test binary's profile directory), with the
+/// library built from the current sources first: this crate builds no `rlib`, so nothing
+/// guarantees that `cargo test` rebuilt the shared library its integration tests link.
 pub(crate) fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test> → target/<profile>
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("profile dir")
-        .to_path_buf()
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test binary path");
+            // target/<profile>/deps/<test> → target/<profile>
+            let dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("profile dir")
+                .to_path_buf();
+            let mut cargo = Command::new(env!("CARGO"));
+            cargo
+                .args(["build", "-p", "netdirect-ffi"])
+                .current_dir(root());
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cargo.arg("--release");
+            }
+            let st = cargo.status().expect("run cargo build -p netdirect-ffi");
+            assert!(st.success(), "cargo build -p netdirect-ffi failed");
+            dir
+        })
+        .clone()
 }
 
 /// Where the built programs go.
