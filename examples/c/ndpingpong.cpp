@@ -334,7 +334,9 @@ public:
     void ProcessOneCompletion()
     {
         ND2_RESULT result;
-        ULONGLONG deadline = GetTickCount64() + x_TimeoutMs;
+        // The deadline is read from the clock only once the wait is long: a clock read per
+        // message would be a fair share of an 8-byte round trip.
+        ULONGLONG deadline = 0;
         ULONG spins = 0;
         for (;;) {
             if (m_pCq->GetResults(&result, 1) == 1)
@@ -350,7 +352,9 @@ public:
             } else if ((++spins & 0x3FF) != 0) {
                 continue;
             }
-            if (GetTickCount64() > deadline)
+            if (deadline == 0)
+                deadline = GetTickCount64() + x_TimeoutMs;
+            else if (GetTickCount64() > deadline)
                 FailMsg("timed out waiting for a completion");
         }
 
