@@ -29,7 +29,7 @@ const LIBRARY_VARIABLES: &[(&str, &str, &str)] = &[
     (
         "ND_PROGRESS",
         "manual",
-        "who advances an adapter's I/O besides the application's polls and waits: manual (nobody) or thread (a progress engine that drives it while the application does not); Adapter::set_progress_mode overrides it",
+        "who advances an adapter's I/O besides the application's polls and waits: manual (nobody) or thread (a progress engine that drives it while the application does not; the C ABI's default); Adapter::set_progress_mode overrides it",
     ),
 ];
 

@@ -193,6 +193,52 @@ fn line_with(out: &mut BufReader<ChildStdout>, needle: &str) -> String {
     }
 }
 
+/// Whether this side of a sleeping-side test is the one that sleeps.
+fn sleeps(role: &str) -> bool {
+    std::env::var("ND_TEST_SLEEPER").is_ok_and(|s| s == role)
+}
+
+/// A listener that (when it is the sleeper) makes no call for 10 s after `listen`, then takes
+/// the request and accepts.
+fn late_listener(provider: &str) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(8, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
+    let l = a.create_listener()?;
+    l.bind("127.0.0.1:0".parse().unwrap())?;
+    l.listen(0)?;
+    println!("listening {}", l.get_local_address()?);
+    std::io::stdout().flush().unwrap();
+    if sleeps("listener") {
+        std::thread::sleep(Duration::from_secs(10));
+    }
+    let c = a.create_connector()?;
+    l.get_connection_request(&c)?.wait()?;
+    c.accept(&qp, 0, 0, b"")?.wait()?;
+    println!("accepted");
+    c.disconnect()?.wait()?;
+    Ok(())
+}
+
+/// The peer of `late_listener`. When it is the sleeper it makes no call for 10 s after
+/// `connect`: twice the request timeout after which a listener drops a connection whose MPA
+/// request (or shm REQUEST) has not come, which only the connector's progress sends.
+fn early_connector(provider: &str, at: SocketAddr) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(8, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
+    let c = a.create_connector()?;
+    c.bind("127.0.0.1:0".parse().unwrap())?;
+    let connecting = c.connect(&qp, at, 0, 0, b"")?;
+    if sleeps("connector") {
+        std::thread::sleep(Duration::from_secs(10));
+    }
+    connecting.wait()?;
+    c.complete_connect()?.wait()?;
+    println!("connected");
+    Ok(())
+}
+
 /// The child's side of a test, if this process is one.
 fn child_role(test: &str) -> bool {
     let Ok(role) = std::env::var(ROLE) else {
@@ -202,6 +248,11 @@ fn child_role(test: &str) -> bool {
     let r = match role.as_str() {
         "target" => target(&provider),
         "peer" => peer(
+            &provider,
+            std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
+        ),
+        "listener" => late_listener(&provider),
+        "connector" => early_connector(
             &provider,
             std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
         ),
@@ -243,4 +294,98 @@ fn a_passive_tcp_target_serves_rdma() {
 #[test]
 fn a_passive_shm_target_serves_rdma() {
     passive_target("shm", "a_passive_shm_target_serves_rdma");
+}
+
+/// A connection whose `sleeper` side makes no call for 10 s is made all the same: a Connect to
+/// a listener whose process sleeps before `GetConnectionRequest` waits for the Accept, and a
+/// connector that sleeps right after `Connect` still sends its request before the listener's
+/// 5 s request timeout (that case fails without the engine).
+fn sleeping_side(provider: &str, test: &str, sleeper: &str) {
+    if child_role(test) {
+        return;
+    }
+    let s = ("ND_TEST_SLEEPER", sleeper.to_string());
+    let (mut l, mut l_out) = spawn(test, "listener", provider, &[s.clone()]);
+    let at = line_with(&mut l_out, "listening ");
+    let (mut c, mut c_out) = spawn(test, "connector", provider, &[("ND_TEST_AT", at), s]);
+    line_with(&mut c_out, "connected");
+    line_with(&mut l_out, "accepted");
+    assert!(c.wait().unwrap().success(), "the connector failed");
+    assert!(l.wait().unwrap().success(), "the listener failed");
+}
+
+#[test]
+fn a_tcp_connect_waits_for_a_sleeping_listener() {
+    sleeping_side(
+        "tcp",
+        "a_tcp_connect_waits_for_a_sleeping_listener",
+        "listener",
+    );
+}
+
+#[test]
+fn an_shm_connect_waits_for_a_sleeping_listener() {
+    sleeping_side(
+        "shm",
+        "an_shm_connect_waits_for_a_sleeping_listener",
+        "listener",
+    );
+}
+
+#[test]
+fn a_sleeping_tcp_connector_is_not_refused() {
+    sleeping_side(
+        "tcp",
+        "a_sleeping_tcp_connector_is_not_refused",
+        "connector",
+    );
+}
+
+#[test]
+fn a_sleeping_shm_connector_is_not_refused() {
+    sleeping_side(
+        "shm",
+        "a_sleeping_shm_connector_is_not_refused",
+        "connector",
+    );
+}
+
+/// CPU time this process has used (user + system), from /proc/self/stat.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // After the command name in parentheses: fields 14 and 15 are utime and stime in ticks.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    Duration::from_millis((f[11] + f[12]) * 1000 / hz)
+}
+
+/// An idle adapter with its engine running for 10 s costs under 1 % of a CPU. Run in its own
+/// process, so that no other test's threads count.
+#[test]
+fn an_idle_engine_costs_under_one_percent_of_a_cpu() {
+    const TEST: &str = "an_idle_engine_costs_under_one_percent_of_a_cpu";
+    if std::env::var(ROLE).is_ok() {
+        let adapters: Vec<Adapter> = ["tcp", "shm"]
+            .iter()
+            .map(|p| adapter(p, ProgressMode::Thread).unwrap())
+            .collect();
+        let before = cpu_time();
+        std::thread::sleep(Duration::from_secs(10));
+        let used = cpu_time() - before;
+        drop(adapters);
+        println!("used {used:?}");
+        assert!(used < Duration::from_millis(100), "{used:?} of CPU in 10 s");
+        return;
+    }
+    let (mut child, mut out) = spawn(TEST, "idle", "tcp", &[]);
+    let used = line_with(&mut out, "used ");
+    assert!(
+        child.wait().unwrap().success(),
+        "the idle process failed ({used})"
+    );
+    eprintln!("two idle adapters with engines used {used} of CPU in 10 s");
 }

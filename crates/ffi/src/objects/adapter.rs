@@ -115,7 +115,7 @@ impl Interface for AdapterObj {
 /// while the program polls or waits, so a polling loop pays no hand-off.
 pub fn new(adapter: nd::Adapter) -> *mut c_void {
     if std::env::var_os(nd::spi::kit::progress::VAR).is_none() {
-        // No thread to be had: the adapter stays in manual mode, as the Rust default.
+        // No thread to be had: the adapter stays in manual mode.
         let _ = adapter.set_progress_mode(nd::ProgressMode::Thread);
     }
     Com::into_raw(AdapterObj { adapter })

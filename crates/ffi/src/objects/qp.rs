@@ -125,16 +125,15 @@ unsafe extern "C" fn bind(
     flags: u32,
 ) -> HRESULT {
     hresult(|| {
-        // SAFETY: the caller's IUnknown pointers.
-        let (Some(mr), Some(mw)) = (unsafe { Com::<MrObj>::from_unknown(region) }, unsafe {
-            Com::<MwObj>::from_unknown(window)
-        }) else {
-            let n = if unsafe { Com::<MrObj>::from_unknown(region) }.is_none() {
-                2
-            } else {
-                3
-            };
-            return Status::invalid_parameter(n).0;
+        // SAFETY: the caller's IUnknown pointers, which it holds references on.
+        let (mr, mw) = unsafe {
+            (
+                Com::<MrObj>::from_unknown(region),
+                Com::<MwObj>::from_unknown(window),
+            )
+        };
+        let (Some(mr), Some(mw)) = (mr, mw) else {
+            return Status::invalid_parameter(if mr.is_none() { 2 } else { 3 }).0;
         };
         status_of(&qp(this).bind(
             ctx as u64,

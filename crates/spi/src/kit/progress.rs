@@ -13,8 +13,12 @@
 //! application drives, the first one after the application was idle pays at most one, and an
 //! idle adapter costs a wake-up every [`SLICE`], nothing more.
 //!
-//! Modes (`ND_PROGRESS`): `manual` (no engine: the application drives, as before) and
-//! `thread` (the engine runs). Releasing the adapter stops its engine (at once if it sleeps in
+//! Modes (`ND_PROGRESS`): `manual` (no engine: only the application's polls and waits drive;
+//! the default of the Rust API) and `thread` (the engine runs; the default of the C ABI).
+//! No latency row costs 2 % more with the engine (docs/BENCHMARKS.md); what keeps `manual` the
+//! Rust default is a status: a `tcp` Send that a receiver refuses can complete `ND_SUCCESS`
+//! (TCP took it all) before the refusal arrives, since the receiving engine drains the stream
+//! (the conformance scenario `overrun-large` expects `STATUS_DATA_ERROR`). Releasing the adapter stops its engine (at once if it sleeps in
 //! a back-off, within [`SLICE`] otherwise); the thread is never joined, so a process that
 //! exits or forks with it running neither waits for it nor finds it in the child.
 
@@ -33,10 +37,10 @@ pub const VAR: &str = "ND_PROGRESS";
 /// Who advances an adapter's I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProgressMode {
-    /// The application's threads, when they poll or wait.
+    /// The application's threads, when they poll or wait (the Rust default).
     #[default]
     Manual,
-    /// Those, and a progress engine when they do not.
+    /// Those, and a progress engine when they do not (the C ABI's default).
     Thread,
 }
 
