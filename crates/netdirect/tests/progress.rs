@@ -305,7 +305,7 @@ fn sleeping_side(provider: &str, test: &str, sleeper: &str) {
         return;
     }
     let s = ("ND_TEST_SLEEPER", sleeper.to_string());
-    let (mut l, mut l_out) = spawn(test, "listener", provider, &[s.clone()]);
+    let (mut l, mut l_out) = spawn(test, "listener", provider, std::slice::from_ref(&s));
     let at = line_with(&mut l_out, "listening ");
     let (mut c, mut c_out) = spawn(test, "connector", provider, &[("ND_TEST_AT", at), s]);
     line_with(&mut c_out, "connected");
