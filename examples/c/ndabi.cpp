@@ -49,6 +49,9 @@ static ULONG g_Failed = 0;
 static const char* g_Covered[160];
 static ULONG g_nCovered = 0;
 
+// The provider module entry point: libnetdirect exports it, as an ND provider DLL does.
+extern "C" HRESULT DllGetClassObject(REFCLSID clsid, REFIID iid, void** pp);
+
 static void Cover(const char* method)
 {
     for (ULONG i = 0; i < g_nCovered; i++) {
@@ -487,6 +490,51 @@ public:
             Check("NdOpenV1Adapter", "v1 providers do not serve the address", hr, ND_INVALID_ADDRESS);
         }
         NdFlushProviders();
+        Provider();
+    }
+
+    // ---- IND2Provider -----------------------------------------------------
+    // Reached as Microsoft's helper library reaches a provider module: its exported
+    // DllGetClassObject, asked for IID_IND2Provider (libnetdirect is such a module).
+    void Provider()
+    {
+        IND2Provider* pProv = NULL;
+        if (!Check("DllGetClassObject", "IID_IND2Provider",
+                   DllGetClassObject(IID_IND2Provider, IID_IND2Provider,
+                                     reinterpret_cast<void**>(&pProv)),
+                   S_OK) ||
+            pProv == NULL)
+            return;
+        ULONG cb = 0;
+        Check("IND2Provider::QueryAddressList", "size query", pProv->QueryAddressList(NULL, &cb),
+              ND_BUFFER_OVERFLOW);
+        Check("IND2Provider::QueryAddressList", "NULL size", pProv->QueryAddressList(NULL, NULL),
+              ND_INVALID_PARAMETER_2);
+        SOCKET_ADDRESS_LIST* pList = static_cast<SOCKET_ADDRESS_LIST*>(malloc(cb));
+        if (pList != NULL) {
+            Check("IND2Provider::QueryAddressList", "full list", pProv->QueryAddressList(pList, &cb),
+                  S_OK);
+            CheckTrue("IND2Provider::QueryAddressList", "at least one address",
+                      pList->iAddressCount >= 1);
+            free(pList);
+        }
+        UINT64 id = 0;
+        Check("IND2Provider::ResolveAddress", "the test address",
+              pProv->ResolveAddress(Addr(), m_cbAddr, &id), S_OK);
+        Check("IND2Provider::ResolveAddress", "a short address",
+              pProv->ResolveAddress(Addr(), 8, &id), ND_INVALID_PARAMETER_2);
+        Check("IND2Provider::ResolveAddress", "NULL adapter id",
+              pProv->ResolveAddress(Addr(), m_cbAddr, NULL), ND_INVALID_PARAMETER_3);
+        IND2Adapter* pA = NULL;
+        Check("IND2Provider::OpenAdapter", "IID_IND2QueuePair",
+              pProv->OpenAdapter(IID_IND2QueuePair, id, reinterpret_cast<void**>(&pA)),
+              E_NOINTERFACE);
+        if (Check("IND2Provider::OpenAdapter", "IID_IND2Adapter",
+                  pProv->OpenAdapter(IID_IND2Adapter, id, reinterpret_cast<void**>(&pA)), S_OK) &&
+            pA != NULL)
+            CheckTrue("IUnknown::Release", "the provider's adapter's last Release",
+                      pA->Release() == 0);
+        CheckTrue("IUnknown::Release", "IND2Provider's last Release", pProv->Release() == 0);
     }
 
     // ---- IND2Adapter ------------------------------------------------------
