@@ -6,11 +6,10 @@ use std::ffi::c_void;
 use nd::Status;
 
 use super::qp::qp_arg;
-use super::{HasRequests, OverlappedPrefix};
-use crate::abi::{GUID, HRESULT, OVERLAPPED};
+use super::OverlappedPrefix;
+use crate::abi::{HRESULT, OVERLAPPED};
 use crate::boundary::{hresult, status_of};
-use crate::com::{Com, Interface, Table};
-use crate::iid::*;
+use crate::com::{Com, Table};
 use crate::request::Requests;
 use crate::sockaddr;
 
@@ -79,27 +78,7 @@ static TABLE: Table<ConnectorSlots> = Table::new(ConnectorSlots {
     disconnect,
 });
 
-impl Interface for ConnectorObj {
-    type Slots = ConnectorSlots;
-    fn table() -> &'static Table<ConnectorSlots> {
-        &TABLE
-    }
-    const IIDS: &'static [&'static GUID] =
-        &[&IID_IUnknown, &IID_IND2Overlapped, &IID_IND2Connector];
-    fn on_final_release(&self) {
-        let _ = self.conn.cancel_overlapped_requests();
-        self.requests.detach_all();
-    }
-}
-
-impl HasRequests for ConnectorObj {
-    fn requests(&self) -> &Requests {
-        &self.requests
-    }
-    fn cancel(&self) -> nd::Result<()> {
-        self.conn.cancel_overlapped_requests()
-    }
-}
+super::overlapped_object!(ConnectorObj, conn, ConnectorSlots, TABLE, IID_IND2Connector);
 
 fn obj<'a>(this: This) -> &'a ConnectorObj {
     // SAFETY: vtable dispatch.

@@ -4,11 +4,10 @@ use std::mem::MaybeUninit;
 
 use nd::{NdResult, NotifyType, Status};
 
-use super::{HasRequests, OverlappedPrefix};
-use crate::abi::{GUID, HRESULT, OVERLAPPED};
+use super::OverlappedPrefix;
+use crate::abi::{HRESULT, OVERLAPPED};
 use crate::boundary::{guard, hresult, status_of};
-use crate::com::{Com, Interface, Table};
-use crate::iid::*;
+use crate::com::{Com, Table};
 use crate::request::Requests;
 
 /// A completion queue.
@@ -51,29 +50,7 @@ static TABLE: Table<CqSlots> = Table::new(CqSlots {
     get_results,
 });
 
-impl Interface for CqObj {
-    type Slots = CqSlots;
-    fn table() -> &'static Table<CqSlots> {
-        &TABLE
-    }
-    const IIDS: &'static [&'static GUID] =
-        &[&IID_IUnknown, &IID_IND2Overlapped, &IID_IND2CompletionQueue];
-    fn on_final_release(&self) {
-        // Pending Notifys complete ND_CANCELED while the application's memory is still valid
-        // (it is in its Release call); anything left can no longer write it.
-        let _ = self.cq.cancel_overlapped_requests();
-        self.requests.detach_all();
-    }
-}
-
-impl HasRequests for CqObj {
-    fn requests(&self) -> &Requests {
-        &self.requests
-    }
-    fn cancel(&self) -> nd::Result<()> {
-        self.cq.cancel_overlapped_requests()
-    }
-}
+super::overlapped_object!(CqObj, cq, CqSlots, TABLE, IID_IND2CompletionQueue);
 
 fn obj<'a>(this: This) -> &'a CqObj {
     // SAFETY: vtable dispatch.

@@ -5,11 +5,10 @@ use std::ffi::c_void;
 use nd::Status;
 
 use super::connector::ConnectorObj;
-use super::{HasRequests, OverlappedPrefix};
-use crate::abi::{GUID, HRESULT, OVERLAPPED};
+use super::OverlappedPrefix;
+use crate::abi::{HRESULT, OVERLAPPED};
 use crate::boundary::{hresult, status_of};
-use crate::com::{Com, Interface, Table};
-use crate::iid::*;
+use crate::com::{Com, Table};
 use crate::request::Requests;
 use crate::sockaddr;
 
@@ -53,26 +52,13 @@ static TABLE: Table<ListenerSlots> = Table::new(ListenerSlots {
     get_connection_request,
 });
 
-impl Interface for ListenerObj {
-    type Slots = ListenerSlots;
-    fn table() -> &'static Table<ListenerSlots> {
-        &TABLE
-    }
-    const IIDS: &'static [&'static GUID] = &[&IID_IUnknown, &IID_IND2Overlapped, &IID_IND2Listener];
-    fn on_final_release(&self) {
-        let _ = self.listener.cancel_overlapped_requests();
-        self.requests.detach_all();
-    }
-}
-
-impl HasRequests for ListenerObj {
-    fn requests(&self) -> &Requests {
-        &self.requests
-    }
-    fn cancel(&self) -> nd::Result<()> {
-        self.listener.cancel_overlapped_requests()
-    }
-}
+super::overlapped_object!(
+    ListenerObj,
+    listener,
+    ListenerSlots,
+    TABLE,
+    IID_IND2Listener
+);
 
 fn obj<'a>(this: This) -> &'a ListenerObj {
     // SAFETY: vtable dispatch.

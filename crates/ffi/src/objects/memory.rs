@@ -2,7 +2,7 @@
 
 use nd::{MrFlags, Status};
 
-use super::{HasRequests, OverlappedPrefix};
+use super::OverlappedPrefix;
 use crate::abi::{GUID, HRESULT, OVERLAPPED};
 use crate::boundary::{guard, hresult};
 use crate::com::{Com, Interface, Table, UnknownSlots};
@@ -49,27 +49,7 @@ static MR_TABLE: Table<MrSlots> = Table::new(MrSlots {
     get_remote_token: mr_remote_token,
 });
 
-impl Interface for MrObj {
-    type Slots = MrSlots;
-    fn table() -> &'static Table<MrSlots> {
-        &MR_TABLE
-    }
-    const IIDS: &'static [&'static GUID] =
-        &[&IID_IUnknown, &IID_IND2Overlapped, &IID_IND2MemoryRegion];
-    fn on_final_release(&self) {
-        let _ = self.mr.cancel_overlapped_requests();
-        self.requests.detach_all();
-    }
-}
-
-impl HasRequests for MrObj {
-    fn requests(&self) -> &Requests {
-        &self.requests
-    }
-    fn cancel(&self) -> nd::Result<()> {
-        self.mr.cancel_overlapped_requests()
-    }
-}
+super::overlapped_object!(MrObj, mr, MrSlots, MR_TABLE, IID_IND2MemoryRegion);
 
 fn mr<'a>(this: Mr) -> &'a MrObj {
     // SAFETY: vtable dispatch.

@@ -24,6 +24,43 @@ pub struct OverlappedSlots<T: Interface> {
     pub get_overlapped_result: unsafe extern "C" fn(*mut Com<T>, *mut OVERLAPPED, i32) -> HRESULT,
 }
 
+/// The `Interface` and [`HasRequests`] of an object derived from `IND2Overlapped`: the IIDs
+/// `IUnknown`, `IND2Overlapped` and its own; its requests in `self.requests`; its Rust object
+/// in `self.$field`, whose `CancelOverlappedRequests` the final `Release` calls before it
+/// detaches what is left.
+macro_rules! overlapped_object {
+    ($obj:ident, $field:ident, $slots:ident, $table:ident, $iid:ident) => {
+        impl crate::com::Interface for $obj {
+            type Slots = $slots;
+            fn table() -> &'static crate::com::Table<$slots> {
+                &$table
+            }
+            const IIDS: &'static [&'static crate::abi::GUID] = &[
+                &crate::iid::IID_IUnknown,
+                &crate::iid::IID_IND2Overlapped,
+                &crate::iid::$iid,
+            ];
+            fn on_final_release(&self) {
+                // Pending requests complete ND_CANCELED while the application's memory is
+                // still valid (it is in its Release call); anything left can no longer
+                // write it.
+                let _ = self.$field.cancel_overlapped_requests();
+                self.requests.detach_all();
+            }
+        }
+
+        impl crate::objects::HasRequests for $obj {
+            fn requests(&self) -> &crate::request::Requests {
+                &self.requests
+            }
+            fn cancel(&self) -> nd::Result<()> {
+                self.$field.cancel_overlapped_requests()
+            }
+        }
+    };
+}
+pub(crate) use overlapped_object;
+
 /// An object with overlapped requests (`IND2Overlapped`): its request table.
 pub trait HasRequests: Interface {
     /// The object's overlapped requests.

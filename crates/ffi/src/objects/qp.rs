@@ -161,6 +161,37 @@ unsafe extern "C" fn invalidate(
     })
 }
 
+/// Read or Write: the same arguments, the same checks.
+#[inline]
+fn one_sided(
+    this: This,
+    ctx: *mut c_void,
+    sge: *const nd::Sge,
+    n: u32,
+    addr: u64,
+    token: u32,
+    flags: u32,
+    write: bool,
+) -> HRESULT {
+    hresult(|| {
+        // SAFETY: as in `send`.
+        let sge = match unsafe { sges(sge, n, 2) } {
+            Ok(s) => s,
+            Err(hr) => return hr,
+        };
+        let (q, flags) = (qp(this), OpFlags::from_bits_retain(flags));
+        // SAFETY: ND's contract, taken on by the C caller: a Read's sink is not accessed
+        // until the Read completes, a Write's source not written until the Write completes.
+        status_of(&unsafe {
+            if write {
+                q.write(ctx as u64, sge, addr, token, flags)
+            } else {
+                q.read(ctx as u64, sge, addr, token, flags)
+            }
+        })
+    })
+}
+
 unsafe extern "C" fn read(
     this: This,
     ctx: *mut c_void,
@@ -170,23 +201,7 @@ unsafe extern "C" fn read(
     token: u32,
     flags: u32,
 ) -> HRESULT {
-    hresult(|| {
-        // SAFETY: as in `send`.
-        let sge = match unsafe { sges(sge, n, 2) } {
-            Ok(s) => s,
-            Err(hr) => return hr,
-        };
-        // SAFETY: ND's contract: the sink is not accessed until the Read completes.
-        status_of(&unsafe {
-            qp(this).read(
-                ctx as u64,
-                sge,
-                addr,
-                token,
-                OpFlags::from_bits_retain(flags),
-            )
-        })
-    })
+    one_sided(this, ctx, sge, n, addr, token, flags, false)
 }
 
 unsafe extern "C" fn write(
@@ -198,21 +213,5 @@ unsafe extern "C" fn write(
     token: u32,
     flags: u32,
 ) -> HRESULT {
-    hresult(|| {
-        // SAFETY: as in `send`.
-        let sge = match unsafe { sges(sge, n, 2) } {
-            Ok(s) => s,
-            Err(hr) => return hr,
-        };
-        // SAFETY: ND's contract: the source is not written until the Write completes.
-        status_of(&unsafe {
-            qp(this).write(
-                ctx as u64,
-                sge,
-                addr,
-                token,
-                OpFlags::from_bits_retain(flags),
-            )
-        })
-    })
+    one_sided(this, ctx, sge, n, addr, token, flags, true)
 }

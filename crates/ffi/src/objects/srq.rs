@@ -3,11 +3,10 @@
 
 use std::ffi::c_void;
 
-use super::{sges, HasRequests, OverlappedPrefix};
-use crate::abi::{GUID, HRESULT, OVERLAPPED};
+use super::{sges, OverlappedPrefix};
+use crate::abi::{HRESULT, OVERLAPPED};
 use crate::boundary::{hresult, status_of};
-use crate::com::{Com, Interface, Table};
-use crate::iid::*;
+use crate::com::{Com, Table};
 use crate::request::Requests;
 
 /// A shared receive queue.
@@ -54,30 +53,7 @@ static TABLE: Table<SrqSlots> = Table::new(SrqSlots {
     receive,
 });
 
-impl Interface for SrqObj {
-    type Slots = SrqSlots;
-    fn table() -> &'static Table<SrqSlots> {
-        &TABLE
-    }
-    const IIDS: &'static [&'static GUID] = &[
-        &IID_IUnknown,
-        &IID_IND2Overlapped,
-        &IID_IND2SharedReceiveQueue,
-    ];
-    fn on_final_release(&self) {
-        let _ = self.srq.cancel_overlapped_requests();
-        self.requests.detach_all();
-    }
-}
-
-impl HasRequests for SrqObj {
-    fn requests(&self) -> &Requests {
-        &self.requests
-    }
-    fn cancel(&self) -> nd::Result<()> {
-        self.srq.cancel_overlapped_requests()
-    }
-}
+super::overlapped_object!(SrqObj, srq, SrqSlots, TABLE, IID_IND2SharedReceiveQueue);
 
 fn obj<'a>(this: This) -> &'a SrqObj {
     // SAFETY: vtable dispatch.
