@@ -2,14 +2,15 @@
 //! (docs/ND-RULES.md §5.3): the server advertises a buffer once; the client keeps a pipeline of
 //! requests outstanding against the same remote address and issues one more per completion.
 //! The server only drives its I/O while it waits for the client's final message (a 0-byte
-//! Send), polling or, with `--blocking`, asleep on a CQ notification.
+//! Send), polling or, with `--blocking`, asleep on a CQ notification; with `--passive` it
+//! leaves that to its adapter's progress engine and makes no call but a look every 100 ms.
 //!
 //! JSON: the [`Row`] throughput keys, `op` = `write` or `read`, and
 //! `pipeline` (requests kept outstanding).
 
 use std::time::{Duration, Instant};
 
-use netdirect::{NdResult, OpFlags, Provider, Sge};
+use netdirect::{NdResult, OpFlags, ProgressMode, Provider, Sge};
 
 use crate::common::{
     self, check, Defaults, Endpoint, EndpointConfig, PeerArgs, Plan, Report, Role, Row, SizeArgs,
@@ -45,6 +46,12 @@ pub(crate) struct Args {
     /// Requests kept outstanding (ndrping -q).
     #[arg(short = 'q', long, default_value_t = 16)]
     pipeline: u32,
+    /// Server: a passive target, as on RDMA hardware. Its adapter's progress engine places the
+    /// client's Writes and answers its Reads (`ND_PROGRESS=thread`) while the server makes no
+    /// netdirect call but a look at its completion queue every 100 ms, for the client's
+    /// final message.
+    #[arg(long)]
+    passive: bool,
 }
 
 /// 64 KiB requests; 4 GiB per size unless -n says otherwise (ndrping's volume). A sweep runs
@@ -100,8 +107,22 @@ fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(
                 post_info_recv(ep, data, DONE)
             })?;
             send_info(&ep)?;
-            // Every wait drives the I/O that places the client's Writes and answers its Reads.
-            while ep.next()?.request_context != DONE {}
+            if args.passive {
+                ep.adapter
+                    .set_progress_mode(ProgressMode::Thread)
+                    .map_err(common::err("set_progress_mode"))?;
+                loop {
+                    match ep.try_next() {
+                        Some(r) if check(r)?.request_context == DONE => break,
+                        Some(_) => {}
+                        None => std::thread::sleep(Duration::from_millis(100)),
+                    }
+                }
+            } else {
+                // Every wait drives the I/O that places the client's Writes and answers its
+                // Reads.
+                while ep.next()?.request_context != DONE {}
+            }
             ep.shutdown();
         }
         Role::Client(dest) => {

@@ -231,6 +231,22 @@ fn rping_write_and_read_both_providers() {
         ]);
         check_row(&v, "rping", p, "blocking", 65536, 64);
         check_bandwidth(&v);
+        // A passive target: its progress engine serves the Writes and Reads.
+        for op in ["write", "read"] {
+            let v = json(&[
+                "rping",
+                "--loopback",
+                "--provider",
+                p,
+                "--op",
+                op,
+                "--passive",
+                "-n",
+                "64",
+            ]);
+            check_row(&v, "rping", p, "poll", 65536, 64);
+            check_bandwidth(&v);
+        }
     }
 }
 
