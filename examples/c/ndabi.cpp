@@ -31,8 +31,9 @@
 #include <string.h>
 #include <malloc.h> // _aligned_malloc
 #include "ndsupport.h"
+#include "ndexample.h"
 
-static const DWORD x_TimeoutMs = 20000;
+static const DWORD x_TimeoutMs = ND_EXAMPLE_TIMEOUT_MS;
 static const ULONG x_BufSize = 4096;
 static const ULONG x_Depth = 8;
 // STATUS_ADDRESS_ALREADY_ASSOCIATED (ntstatus.h): a second Bind of a listener.
@@ -275,25 +276,6 @@ static void ReleaseLast(IUnknown* pObj, const char* name, bool strict)
         CheckTrue("IUnknown::Release", what, refs == 0);
     else
         printf("INFO  IUnknown::Release: %s\n", what);
-}
-
-static bool ParseAddress(TCHAR* str, SOCKADDR_INET* pAddr, ULONG* pcbAddr)
-{
-    INT len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET, NULL, reinterpret_cast<LPSOCKADDR>(pAddr), &len) == 0) {
-        if (pAddr->Ipv4.sin_addr.s_addr == 0)
-            return false;
-        *pcbAddr = sizeof(SOCKADDR_IN);
-        return true;
-    }
-    len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET6, NULL, reinterpret_cast<LPSOCKADDR>(pAddr), &len) == 0) {
-        *pcbAddr = sizeof(SOCKADDR_IN6);
-        return true;
-    }
-    return false;
 }
 
 static void ShowUsage()
@@ -1402,7 +1384,7 @@ int __cdecl _tmain(int argc, TCHAR* argv[])
     }
     SOCKADDR_INET addr;
     ULONG cbAddr;
-    if (!ParseAddress(argv[1], &addr, &cbAddr)) {
+    if (!ParseAddress(argv[1], &addr, &cbAddr, 0)) {
         printf("Bad address.\n\n");
         ShowUsage();
         return 2;

@@ -40,9 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ndsupport.h"
+#include "ndexample.h"
 
 static const USHORT x_DefaultPort = 54330;
-static const DWORD x_TimeoutMs = 20000;
+static const DWORD x_TimeoutMs = ND_EXAMPLE_TIMEOUT_MS;
 static const ULONG x_Backlog = 4;
 static const ULONG x_QueueDepth = 4;
 static const ULONG x_MsgSize = 64;
@@ -61,14 +62,14 @@ static void ShowUsage()
            x_DefaultPort);
 }
 
-static void Fail(const char* call, HRESULT hr)
+static void FailCheck(const char* call, HRESULT hr)
 {
     printf("FAIL: %s failed with HRESULT 0x%08X\n", call, (unsigned)hr);
     fflush(stdout);
     exit(1);
 }
 
-static void FailMsg(const char* msg)
+static void FailCheckMsg(const char* msg)
 {
     printf("FAIL: %s\n", msg);
     fflush(stdout);
@@ -124,7 +125,7 @@ public:
     {
         m_hPort = CreateIoCompletionPort(hFile, m_hPort, key, 0);
         if (m_hPort == NULL)
-            Fail("CreateIoCompletionPort", HRESULT_FROM_WIN32(GetLastError()));
+            FailCheck("CreateIoCompletionPort", HRESULT_FROM_WIN32(GetLastError()));
     }
 
     // Dequeues one packet; FALSE with pOv == NULL if none came in time.
@@ -164,7 +165,7 @@ public:
             if (p.pOv == pOv)
                 return p;
             if (m_nKept == sizeof(m_Kept) / sizeof(m_Kept[0]))
-                FailMsg("too many unexpected completion packets");
+                FailCheckMsg("too many unexpected completion packets");
             m_Kept[m_nKept++] = p;
         }
     }
@@ -221,7 +222,7 @@ public:
             HRESULT hr = m_pMr->Deregister(&m_Ov);
             hr = Complete(m_Port, m_pMr, &m_Ov, hr, "IND2MemoryRegion::Deregister");
             if (FAILED(hr))
-                Fail("IND2MemoryRegion::Deregister", hr);
+                FailCheck("IND2MemoryRegion::Deregister", hr);
             m_pMr->Release();
         }
         if (m_pQp != NULL)
@@ -239,34 +240,34 @@ public:
         HRESULT hr = NdOpenAdapter(IID_IND2Adapter, pLocal, cbLocal,
                                    reinterpret_cast<void**>(&m_pAdapter));
         if (FAILED(hr))
-            Fail("NdOpenAdapter", hr);
+            FailCheck("NdOpenAdapter", hr);
         m_Info.InfoVersion = ND_VERSION_2;
         ULONG cb = sizeof(m_Info);
         hr = m_pAdapter->Query(&m_Info, &cb);
         if (FAILED(hr))
-            Fail("IND2Adapter::Query", hr);
+            FailCheck("IND2Adapter::Query", hr);
         hr = m_pAdapter->CreateOverlappedFile(&m_hFile);
         if (FAILED(hr))
-            Fail("IND2Adapter::CreateOverlappedFile", hr);
+            FailCheck("IND2Adapter::CreateOverlappedFile", hr);
         m_Port.Associate(m_hFile, 1);
 
         ULONG depth = min(x_QueueDepth, m_Info.MaxCompletionQueueDepth);
         hr = m_pAdapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_hFile, depth, 0, 0,
                                               reinterpret_cast<void**>(&m_pCq));
         if (FAILED(hr))
-            Fail("IND2Adapter::CreateCompletionQueue", hr);
+            FailCheck("IND2Adapter::CreateCompletionQueue", hr);
         hr = m_pAdapter->CreateQueuePair(IID_IND2QueuePair, m_pCq, m_pCq, this, depth, depth, 1,
                                          1, 0, reinterpret_cast<void**>(&m_pQp));
         if (FAILED(hr))
-            Fail("IND2Adapter::CreateQueuePair", hr);
+            FailCheck("IND2Adapter::CreateQueuePair", hr);
         hr = m_pAdapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_hFile,
                                            reinterpret_cast<void**>(&m_pMr));
         if (FAILED(hr))
-            Fail("IND2Adapter::CreateMemoryRegion", hr);
+            FailCheck("IND2Adapter::CreateMemoryRegion", hr);
         hr = m_pMr->Register(m_Buf, sizeof(m_Buf), ND_MR_FLAG_ALLOW_LOCAL_WRITE, &m_Ov);
         hr = Complete(m_Port, m_pMr, &m_Ov, hr, "IND2MemoryRegion::Register");
         if (FAILED(hr))
-            Fail("IND2MemoryRegion::Register", hr);
+            FailCheck("IND2MemoryRegion::Register", hr);
     }
 
     IND2Connector* NewConnector()
@@ -275,7 +276,7 @@ public:
         HRESULT hr = m_pAdapter->CreateConnector(IID_IND2Connector, m_hFile,
                                                  reinterpret_cast<void**>(&pConnector));
         if (FAILED(hr))
-            Fail("IND2Adapter::CreateConnector", hr);
+            FailCheck("IND2Adapter::CreateConnector", hr);
         return pConnector;
     }
 
@@ -287,7 +288,7 @@ public:
         sge.MemoryRegionToken = m_pMr->GetLocalToken();
         HRESULT hr = m_pQp->Receive(sge.Buffer, &sge, 1);
         if (FAILED(hr))
-            Fail("IND2QueuePair::Receive", hr);
+            FailCheck("IND2QueuePair::Receive", hr);
     }
 
     // Polls the CQ (bounded) for one completion.
@@ -304,7 +305,7 @@ public:
             SwitchToThread();
         }
         if (pResult->QueuePairContext != this)
-            FailMsg("completion with a wrong QueuePairContext");
+            FailCheckMsg("completion with a wrong QueuePairContext");
     }
 };
 
@@ -328,7 +329,7 @@ public:
         HRESULT hr = m_pAdapter->CreateListener(IID_IND2Listener, m_hFile,
                                                 reinterpret_cast<void**>(&pListener));
         if (FAILED(hr))
-            Fail("IND2Adapter::CreateListener", hr);
+            FailCheck("IND2Adapter::CreateListener", hr);
         Expect("IND2Listener::Bind", pListener->Bind(pAddr, cbAddr), ND_SUCCESS);
         Expect("IND2Listener::Listen(backlog 4)", pListener->Listen(x_Backlog), ND_SUCCESS);
         printf("Listening.\n");
@@ -346,7 +347,7 @@ public:
         hr = pRejected->GetPrivateData(data, &cbData);
         Expect("IND2Connector::GetPrivateData (connect data)", hr, ND_SUCCESS);
         if (cbData < sizeof(x_ConnectData) || memcmp(data, x_ConnectData, sizeof(x_ConnectData)) != 0)
-            FailMsg("the connect private data differs from what the client sent");
+            FailCheckMsg("the connect private data differs from what the client sent");
         Pass("connect private data matches");
         Expect("IND2Connector::Reject with private data",
                pRejected->Reject(x_RejectData, sizeof(x_RejectData)), ND_SUCCESS);
@@ -378,11 +379,11 @@ public:
         sge.MemoryRegionToken = m_pMr->GetLocalToken();
         hr = m_pQp->Send(pMsg, &sge, 1, 0);
         if (FAILED(hr))
-            Fail("IND2QueuePair::Send", hr);
+            FailCheck("IND2QueuePair::Send", hr);
         ND2_RESULT result;
         GetCompletion(&result, "the Send completion");
         if (result.RequestType != Nd2RequestTypeSend)
-            FailMsg("expected the Send completion first");
+            FailCheckMsg("expected the Send completion first");
         Expect("Send completion status", result.Status, ND_SUCCESS);
 
         hr = Complete(m_Port, pConnector, &ovDisc, hrNotify, "IND2Connector::NotifyDisconnect");
@@ -392,11 +393,11 @@ public:
         for (int i = 0; i < 2; i++) {
             GetCompletion(&result, "a flushed Receive");
             if (result.RequestType != Nd2RequestTypeReceive)
-                FailMsg("expected a Receive completion");
+                FailCheckMsg("expected a Receive completion");
             Expect("outstanding Receive after the peer disconnected", result.Status, ND_CANCELED);
         }
         if (m_pCq->GetResults(&result, 1) != 0)
-            FailMsg("an unexpected extra completion");
+            FailCheckMsg("an unexpected extra completion");
 
         hr = pConnector->Disconnect(&m_Ov);
         hr = Complete(m_Port, pConnector, &m_Ov, hr, "IND2Connector::Disconnect");
@@ -477,11 +478,11 @@ public:
         Pass("size query reports the reject private data size");
         char* pData = static_cast<char*>(HeapAlloc(GetProcessHeap(), 0, cbData));
         if (pData == NULL)
-            Fail("HeapAlloc", ND_NO_MEMORY);
+            FailCheck("HeapAlloc", ND_NO_MEMORY);
         hr = pRejected->GetPrivateData(pData, &cbData);
         Expect("IND2Connector::GetPrivateData (reject data)", hr, ND_SUCCESS);
         if (memcmp(pData, x_RejectData, sizeof(x_RejectData)) != 0)
-            FailMsg("the reject private data differs from what the server sent");
+            FailCheckMsg("the reject private data differs from what the server sent");
         Pass("reject private data matches");
         HeapFree(GetProcessHeap(), 0, pData);
         ReleaseLast(pRejected, "rejected IND2Connector");
@@ -502,11 +503,11 @@ public:
         ND2_RESULT result;
         GetCompletion(&result, "the server's message");
         if (result.RequestType != Nd2RequestTypeReceive)
-            FailMsg("expected a Receive completion");
+            FailCheckMsg("expected a Receive completion");
         Expect("Receive completion status", result.Status, ND_SUCCESS);
         if (result.BytesTransferred != sizeof(x_ReadyMsg) ||
             memcmp(m_Buf, x_ReadyMsg, sizeof(x_ReadyMsg)) != 0)
-            FailMsg("the server's message differs");
+            FailCheckMsg("the server's message differs");
         Pass("server message received");
 
         hr = pConnector->Disconnect(&m_Ov);
@@ -515,29 +516,6 @@ public:
         ReleaseLast(pConnector, "connected IND2Connector");
     }
 };
-
-static bool ParseAddress(TCHAR* str, SOCKADDR_INET* pAddr, ULONG* pcbAddr)
-{
-    INT len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET, NULL, reinterpret_cast<LPSOCKADDR>(pAddr), &len) == 0) {
-        if (pAddr->Ipv4.sin_addr.s_addr == 0)
-            return false;
-        if (pAddr->Ipv4.sin_port == 0)
-            pAddr->Ipv4.sin_port = htons(x_DefaultPort);
-        *pcbAddr = sizeof(SOCKADDR_IN);
-        return true;
-    }
-    len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET6, NULL, reinterpret_cast<LPSOCKADDR>(pAddr), &len) == 0) {
-        if (pAddr->Ipv6.sin6_port == 0)
-            pAddr->Ipv6.sin6_port = htons(x_DefaultPort);
-        *pcbAddr = sizeof(SOCKADDR_IN6);
-        return true;
-    }
-    return false;
-}
 
 int __cdecl _tmain(int argc, TCHAR* argv[])
 {
@@ -563,7 +541,7 @@ int __cdecl _tmain(int argc, TCHAR* argv[])
     }
     SOCKADDR_INET addr;
     ULONG cbAddr;
-    if (!ParseAddress(argv[argc - 1], &addr, &cbAddr)) {
+    if (!ParseAddress(argv[argc - 1], &addr, &cbAddr, x_DefaultPort)) {
         printf("Bad address.\n\n");
         ShowUsage();
         return 2;
@@ -572,10 +550,10 @@ int __cdecl _tmain(int argc, TCHAR* argv[])
     WSADATA wsaData;
     int ret = WSAStartup(MAKEWORD(2, 2), &wsaData);
     if (ret != 0)
-        Fail("WSAStartup", HRESULT_FROM_WIN32(ret));
+        FailCheck("WSAStartup", HRESULT_FROM_WIN32(ret));
     HRESULT hr = NdStartup();
     if (FAILED(hr))
-        Fail("NdStartup", hr);
+        FailCheck("NdStartup", hr);
 
     printf("Beginning test: ndconn\n");
     fflush(stdout);
@@ -588,7 +566,7 @@ int __cdecl _tmain(int argc, TCHAR* argv[])
         hr = NdResolveAddress(reinterpret_cast<const sockaddr*>(&addr), cbAddr,
                               reinterpret_cast<sockaddr*>(&local), &cbLocal);
         if (FAILED(hr))
-            Fail("NdResolveAddress", hr);
+            FailCheck("NdResolveAddress", hr);
         if (local.si_family == AF_INET)
             local.Ipv4.sin_port = 0;
         else
@@ -600,7 +578,7 @@ int __cdecl _tmain(int argc, TCHAR* argv[])
 
     hr = NdCleanup();
     if (FAILED(hr))
-        Fail("NdCleanup", hr);
+        FailCheck("NdCleanup", hr);
     WSACleanup();
     printf("End of test: ndconn\n");
     return 0;

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ndsupport.h"
+#include "ndexample.h"
 
 static const USHORT x_DefaultPort = 54326;
 static const ULONG x_MaxXfer = 4 * 1024 * 1024;
@@ -46,7 +47,7 @@ static const ULONG x_WarmupIterations = 100;
 static const ULONG x_MaxSge = 16;
 static const ULONG x_MaxDepth = 16;
 static const ULONG x_MsgArea = 64;
-static const DWORD x_TimeoutMs = 20000;
+static const DWORD x_TimeoutMs = ND_EXAMPLE_TIMEOUT_MS;
 
 static void* const RECV_CTXT = (void*)0x1000;
 static void* const SEND_CTXT = (void*)0x2000;
@@ -106,34 +107,6 @@ static void ShowUsage()
            "\t-h            - show this help\n"
            "\t<ip>[:<port>] - IPv4 a.b.c.d[:port] or IPv6 [addr]:port, default port %u\n",
            x_DefaultIterations, x_DefaultMaxSize, x_DefaultPort);
-}
-
-static void Fail(const char* call, HRESULT hr)
-{
-    printf("%s failed with HRESULT 0x%08X\n", call, (unsigned)hr);
-    fflush(stdout);
-    exit(1);
-}
-
-static void FailMsg(const char* msg)
-{
-    printf("%s\n", msg);
-    fflush(stdout);
-    exit(1);
-}
-
-// Event path: ND_PENDING waits (bounded) on the event, then asks the object.
-static HRESULT WaitForRequest(IND2Overlapped* pObj, OVERLAPPED* pOv, HRESULT hr, const char* what)
-{
-    while (hr == ND_PENDING) {
-        if (WaitForSingleObject(pOv->hEvent, x_TimeoutMs) != WAIT_OBJECT_0) {
-            printf("%s: timed out after %u ms\n", what, (unsigned)x_TimeoutMs);
-            fflush(stdout);
-            exit(1);
-        }
-        hr = pObj->GetOverlappedResult(pOv, TRUE);
-    }
-    return hr;
 }
 
 // Completion-port path: ND_PENDING dequeues the request's packet (bounded),
@@ -755,29 +728,6 @@ public:
     }
 };
 
-static bool ParseAddress(TCHAR* str, SOCKADDR_INET* pAddr, ULONG* pcbAddr)
-{
-    INT len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET, NULL, reinterpret_cast<LPSOCKADDR>(pAddr), &len) == 0) {
-        if (pAddr->Ipv4.sin_addr.s_addr == 0)
-            return false;
-        if (pAddr->Ipv4.sin_port == 0)
-            pAddr->Ipv4.sin_port = htons(x_DefaultPort);
-        *pcbAddr = sizeof(SOCKADDR_IN);
-        return true;
-    }
-    len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET6, NULL, reinterpret_cast<LPSOCKADDR>(pAddr), &len) == 0) {
-        if (pAddr->Ipv6.sin6_port == 0)
-            pAddr->Ipv6.sin6_port = htons(x_DefaultPort);
-        *pcbAddr = sizeof(SOCKADDR_IN6);
-        return true;
-    }
-    return false;
-}
-
 int __cdecl _tmain(int argc, TCHAR* argv[])
 {
     bool bServer = false, bClient = false, bPolling = false, bBlocking = false;
@@ -830,7 +780,7 @@ int __cdecl _tmain(int argc, TCHAR* argv[])
     }
     SOCKADDR_INET addr;
     ULONG cbAddr;
-    if (!ParseAddress(argv[argc - 1], &addr, &cbAddr)) {
+    if (!ParseAddress(argv[argc - 1], &addr, &cbAddr, x_DefaultPort)) {
         printf("Bad address.\n\n");
         ShowUsage();
         return 2;

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ndsupport.h"
+#include "ndexample.h"
 
 #define DEFAULT_PORT 54327
 #define MAX_XFER (4 * 1024 * 1024)
@@ -42,7 +43,7 @@
 #define WARMUP_ITERATIONS 100
 #define MAX_SGE 16
 #define QUEUE_DEPTH 8
-#define TIMEOUT_MS 20000        /* bound on every wait */
+#define TIMEOUT_MS ND_EXAMPLE_TIMEOUT_MS        /* bound on every wait */
 
 #define RECV_CTXT ((void *)0x1000)
 #define SEND_CTXT ((void *)0x2000)
@@ -110,37 +111,6 @@ static void ShowUsage(void)
            "\t-h            - show this help\n"
            "\t<ip>[:<port>] - IPv4 a.b.c.d[:port] or IPv6 [addr]:port, default port %u\n",
            DEFAULT_ITERATIONS, DEFAULT_MAX_SIZE, DEFAULT_PORT);
-}
-
-static void Fail(const char *call, HRESULT hr)
-{
-    printf("%s failed with HRESULT 0x%08X\n", call, (unsigned)hr);
-    fflush(stdout);
-    exit(1);
-}
-
-static void FailMsg(const char *msg)
-{
-    printf("%s\n", msg);
-    fflush(stdout);
-    exit(1);
-}
-
-/*
- * Completes an overlapped request: ND_SUCCESS needs nothing more, ND_PENDING
- * waits (bounded) for the event and then asks the object for the final status.
- */
-static HRESULT WaitForRequest(IND2Overlapped *pObj, OVERLAPPED *pOv, HRESULT hr, const char *what)
-{
-    while (hr == ND_PENDING) {
-        if (WaitForSingleObject(pOv->hEvent, TIMEOUT_MS) != WAIT_OBJECT_0) {
-            printf("%s: timed out after %u ms\n", what, (unsigned)TIMEOUT_MS);
-            fflush(stdout);
-            exit(1);
-        }
-        hr = pObj->lpVtbl->GetOverlappedResult(pObj, pOv, TRUE);
-    }
-    return hr;
 }
 
 static ULONG PrepareSge(ND2_SGE *pSge, ULONG nSge, char *pBuf, ULONG size, UINT32 token)
@@ -685,29 +655,6 @@ static void RunClient(Test *t, const struct sockaddr *pLocal, ULONG cbLocal,
     Disconnect(t);
 }
 
-static BOOL ParseAddress(TCHAR *str, SOCKADDR_INET *pAddr, ULONG *pcbAddr)
-{
-    INT len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET, NULL, (LPSOCKADDR)pAddr, &len) == 0) {
-        if (pAddr->Ipv4.sin_addr.s_addr == 0)
-            return FALSE;
-        if (pAddr->Ipv4.sin_port == 0)
-            pAddr->Ipv4.sin_port = htons(DEFAULT_PORT);
-        *pcbAddr = sizeof(SOCKADDR_IN);
-        return TRUE;
-    }
-    len = sizeof(*pAddr);
-    ZeroMemory(pAddr, sizeof(*pAddr));
-    if (WSAStringToAddress(str, AF_INET6, NULL, (LPSOCKADDR)pAddr, &len) == 0) {
-        if (pAddr->Ipv6.sin6_port == 0)
-            pAddr->Ipv6.sin6_port = htons(DEFAULT_PORT);
-        *pcbAddr = sizeof(SOCKADDR_IN6);
-        return TRUE;
-    }
-    return FALSE;
-}
-
 int __cdecl _tmain(int argc, TCHAR *argv[])
 {
     BOOL bServer = FALSE, bClient = FALSE, bPolling = FALSE, bBlocking = FALSE;
@@ -759,7 +706,7 @@ int __cdecl _tmain(int argc, TCHAR *argv[])
         ShowUsage();
         return 2;
     }
-    if (!ParseAddress(argv[argc - 1], &addr, &cbAddr)) {
+    if (!ParseAddress(argv[argc - 1], &addr, &cbAddr, DEFAULT_PORT)) {
         printf("Bad address.\n\n");
         ShowUsage();
         return 2;

@@ -296,10 +296,12 @@ fn a_passive_shm_target_serves_rdma() {
     passive_target("shm", "a_passive_shm_target_serves_rdma");
 }
 
-/// A connection whose `sleeper` side makes no call for 10 s is made all the same: a Connect to
-/// a listener whose process sleeps before `GetConnectionRequest` waits for the Accept, and a
-/// connector that sleeps right after `Connect` still sends its request before the listener's
-/// 5 s request timeout (that case fails without the engine).
+/// A connection whose `sleeper` side makes no call for 10 s is made all the same, with the
+/// engines running: a Connect to a listener whose process sleeps before
+/// `GetConnectionRequest` waits for the Accept, and a connector that sleeps right after
+/// `Connect` is not refused. On loopback both also hold in manual mode (the connector's
+/// request leaves within its Connect call, and the listener takes it only when asked): what
+/// these guard is that an engine leading through the sleep does not break connection set-up.
 fn sleeping_side(provider: &str, test: &str, sleeper: &str) {
     if child_role(test) {
         return;

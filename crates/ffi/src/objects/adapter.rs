@@ -272,6 +272,24 @@ fn err(e: nd::Error) -> HRESULT {
     e.status().0
 }
 
+/// [`create`] for an object whose requests complete through the overlapped file `file`
+/// (`requests_for`): `make` gets the adapter and the object's request table.
+fn create_in_file<T: Interface>(
+    this: This,
+    iid: *const GUID,
+    file: HANDLE,
+    pp: *mut *mut c_void,
+    pp_param: u32,
+    make: impl FnOnce(&nd::Adapter, Requests) -> Result<T, HRESULT>,
+) -> HRESULT {
+    hresult(|| {
+        create(iid, pp, pp_param, || {
+            let a = &obj(this).adapter;
+            make(a, requests_for(a, file)?)
+        })
+    })
+}
+
 unsafe extern "C" fn create_completion_queue(
     this: This,
     iid: *const GUID,
@@ -281,15 +299,11 @@ unsafe extern "C" fn create_completion_queue(
     affinity: usize,
     pp: *mut *mut c_void,
 ) -> HRESULT {
-    hresult(|| {
-        create(iid, pp, 6, || {
-            let a = &obj(this).adapter;
-            let requests = requests_for(a, file)?;
-            let cq = a
-                .create_completion_queue(depth, group, affinity)
-                .map_err(err)?;
-            Ok(cq::CqObj::new(cq, a.clone(), requests))
-        })
+    create_in_file(this, iid, file, pp, 6, |a, requests| {
+        let cq = a
+            .create_completion_queue(depth, group, affinity)
+            .map_err(err)?;
+        Ok(cq::CqObj::new(cq, a.clone(), requests))
     })
 }
 
@@ -299,13 +313,9 @@ unsafe extern "C" fn create_memory_region(
     file: HANDLE,
     pp: *mut *mut c_void,
 ) -> HRESULT {
-    hresult(|| {
-        create(iid, pp, 3, || {
-            let a = &obj(this).adapter;
-            let requests = requests_for(a, file)?;
-            let mr = a.create_memory_region().map_err(err)?;
-            Ok(memory::MrObj::new(mr, a.clone(), requests))
-        })
+    create_in_file(this, iid, file, pp, 3, |a, requests| {
+        let mr = a.create_memory_region().map_err(err)?;
+        Ok(memory::MrObj::new(mr, a.clone(), requests))
     })
 }
 
@@ -337,15 +347,11 @@ unsafe extern "C" fn create_shared_receive_queue(
     affinity: usize,
     pp: *mut *mut c_void,
 ) -> HRESULT {
-    hresult(|| {
-        create(iid, pp, 8, || {
-            let a = &obj(this).adapter;
-            let requests = requests_for(a, file)?;
-            let s = a
-                .create_shared_receive_queue(depth, max_sge, threshold, group, affinity)
-                .map_err(err)?;
-            Ok(srq::SrqObj::new(s, a.clone(), requests))
-        })
+    create_in_file(this, iid, file, pp, 8, |a, requests| {
+        let s = a
+            .create_shared_receive_queue(depth, max_sge, threshold, group, affinity)
+            .map_err(err)?;
+        Ok(srq::SrqObj::new(s, a.clone(), requests))
     })
 }
 
@@ -443,13 +449,9 @@ unsafe extern "C" fn create_connector(
     file: HANDLE,
     pp: *mut *mut c_void,
 ) -> HRESULT {
-    hresult(|| {
-        create(iid, pp, 3, || {
-            let a = &obj(this).adapter;
-            let requests = requests_for(a, file)?;
-            let c = a.create_connector().map_err(err)?;
-            Ok(connector::ConnectorObj::new(c, a.clone(), requests))
-        })
+    create_in_file(this, iid, file, pp, 3, |a, requests| {
+        let c = a.create_connector().map_err(err)?;
+        Ok(connector::ConnectorObj::new(c, a.clone(), requests))
     })
 }
 
@@ -459,12 +461,8 @@ unsafe extern "C" fn create_listener(
     file: HANDLE,
     pp: *mut *mut c_void,
 ) -> HRESULT {
-    hresult(|| {
-        create(iid, pp, 3, || {
-            let a = &obj(this).adapter;
-            let requests = requests_for(a, file)?;
-            let l = a.create_listener().map_err(err)?;
-            Ok(listener::ListenerObj::new(l, a.clone(), requests))
-        })
+    create_in_file(this, iid, file, pp, 3, |a, requests| {
+        let l = a.create_listener().map_err(err)?;
+        Ok(listener::ListenerObj::new(l, a.clone(), requests))
     })
 }
