@@ -79,17 +79,21 @@ pub enum Drive {
     Waits,
     /// With the adapter's overlapped descriptor exported (`ND_PEER_EXPORT_FD=1`).
     FdExported,
+    /// With every adapter's progress engine running (`ND_PROGRESS=thread`): the engine and
+    /// the scenario's own waits and polls drive the same connections.
+    Engine,
 }
 
 impl Drive {
-    /// Both ways.
-    pub const ALL: [Self; 2] = [Self::Waits, Self::FdExported];
+    /// Every way.
+    pub const ALL: [Self; 3] = [Self::Waits, Self::FdExported, Self::Engine];
 
     /// What to append to a scenario name in messages.
     pub fn suffix(self) -> &'static str {
         match self {
             Self::Waits => "",
             Self::FdExported => " (fd exported)",
+            Self::Engine => " (progress engine)",
         }
     }
 }
@@ -174,9 +178,12 @@ impl Peer {
         addr: &str,
     ) -> Result<Self, String> {
         let mut cmd = Command::new(exe);
+        cmd.env_remove("ND_PEER_EXPORT_FD")
+            .env_remove("ND_PROGRESS");
         match drive {
-            Drive::Waits => cmd.env_remove("ND_PEER_EXPORT_FD"),
+            Drive::Waits => &mut cmd,
             Drive::FdExported => cmd.env("ND_PEER_EXPORT_FD", "1"),
+            Drive::Engine => cmd.env("ND_PROGRESS", "thread"),
         };
         let mut child = cmd
             .args([scenario, role, addr])

@@ -3,9 +3,10 @@
 //!
 //! Each scenario also runs with every adapter's overlapped descriptor exported
 //! (`Adapter::fd`, as an event-loop application does), which changes how a provider may watch
-//! its sockets.
+//! its sockets, and over IPv4 with every adapter's progress engine running (`ND_PROGRESS=thread`),
+//! which drives the same connections from a second thread.
 //!
-//! Test names are `<scenario>::<family>[_fd_exported]`; every failure message starts with
+//! Test names are `<scenario>::<family>[_fd_exported|_engine]`; every failure message starts with
 //! `[provider=... family=... scenario=...]` and carries both processes' output.
 
 // Requests are lists of byte ranges (one per SGE): `&[0..64]` is a one-SGE request, not a
@@ -62,6 +63,11 @@ macro_rules! scenarios {
                 #[test]
                 fn ipv6_fd_exported() {
                     run($name, Family::V6, Drive::FdExported);
+                }
+
+                #[test]
+                fn ipv4_engine() {
+                    run($name, Family::V4, Drive::Engine);
                 }
             }
         )*

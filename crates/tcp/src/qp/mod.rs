@@ -280,6 +280,8 @@ pub(crate) struct Inner {
     pub(crate) windows: mw::BoundWindows,
     /// Closed, with output still to hand to TCP before the FIN.
     pub(crate) shutdown_pending: bool,
+    /// The last write left output queued: the socket was full (`sq::TcpQp::flush_tx`).
+    pub(crate) tx_blocked: bool,
     /// The pending Accept, completed by the initiator's first FPDU.
     pub(crate) accept: Option<OvCompleter>,
     pub(crate) disconnect_waiters: PendingRequests<()>,
@@ -313,6 +315,7 @@ impl Inner {
             failed: None,
             windows: mw::BoundWindows::default(),
             shutdown_pending: false,
+            tx_blocked: false,
             accept: None,
             disconnect_waiters: PendingRequests::new(),
             was_connected: false,

@@ -96,7 +96,7 @@ pub(crate) struct Rx {
     eof: bool,
     /// The engine's leader sleeps in `recv` on the socket (`Source::lend_reader`): nobody
     /// else reads it meanwhile, or bytes could be processed out of order.
-    lent: bool,
+    pub(super) lent: bool,
 }
 
 impl Rx {

@@ -9,6 +9,12 @@ use super::{local_catastrophic, read_part, revoked_response, Conn, Inner, OutRea
 use super::{TcpQp, TxKind};
 use crate::protect::ExpectedResponse;
 
+/// A write that hands TCP this many bytes or more may have lasted while the peer read (and
+/// refused) what it sent: `flush_tx` reads the socket before completing what it finished.
+/// One `recv` per this many bytes costs nothing measurable; below it, TCP took the bytes into
+/// buffers the peer had not yet read.
+const RX_CHECK_MIN: usize = 128 << 10;
+
 impl TcpQp {
     /// Encode every queued request that may go on the wire now, in order; stop at one that
     /// must wait (an ORD slot, a fence, an error before it), since everything after it waits
@@ -178,13 +184,17 @@ impl TcpQp {
                 return;
             }
         }
+        let resumed = g.tx_blocked;
         let result = g.tx.write_to(sock);
         g.lazy = false;
+        g.tx_blocked = g.tx.has_output();
         if let Some(s) = &g.sock {
-            s.set_wants_write(g.tx.has_output());
+            s.set_wants_write(g.tx_blocked);
         }
+        let finished;
         match result {
             Ok(w) => {
+                finished = w.done > 0 && (resumed || w.bytes >= RX_CHECK_MIN);
                 g.sent += w.done;
                 for _ in 0..w.responses {
                     if let Some(r) = g.rdma.irq.pop_front() {
@@ -213,6 +223,23 @@ impl TcpQp {
                 }
             }
             return;
+        }
+        if finished {
+            // TCP took (the rest of) a request only once the peer read what filled its
+            // window, or while the peer read. A receiver that refuses a message (no Receive
+            // for it within its bound, R-QP-7; one too long for its Receive, D5) sends its
+            // Terminate first and then reads the stream empty, so the Terminate is in our
+            // socket before the window opens: read it before completing, or the refused Send
+            // would complete `ND_SUCCESS`. With
+            // the reader lent to a thread reading outside the lock, that thread's return
+            // (`return_reader`, which drives the queue pair) completes them after its read.
+            if g.rx.lent {
+                return;
+            }
+            self.progress_rx(g);
+            if g.conn == Conn::Closed {
+                return;
+            }
         }
         self.complete_ready(g);
     }

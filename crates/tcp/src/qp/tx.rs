@@ -60,6 +60,8 @@ pub(crate) struct Written {
     pub(crate) done: usize,
     /// Read Responses (`Resp` markers passed).
     pub(crate) responses: usize,
+    /// Bytes TCP took.
+    pub(crate) bytes: usize,
 }
 
 /// The DDP/RDMAP framing of one outbound message (RFC 5040 §4, RFC 5041 §4).
@@ -575,7 +577,10 @@ impl Tx {
                 rustix::net::sendmsg(sock, &iov[..k], &mut SendAncillaryBuffer::default(), flags)
             };
             match sent {
-                Ok(n) => self.advance(n, &mut w),
+                Ok(n) => {
+                    w.bytes += n;
+                    self.advance(n, &mut w);
+                }
                 Err(Errno::AGAIN) => return Ok(w),
                 Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
