@@ -10,8 +10,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use netdirect::{
-    Adapter, CompletionQueue, MrFlags, NdResult, OpFlags, ProgressMode, Provider, Result, Sge,
-    Status,
+    Adapter, CompletionQueue, MrFlags, NdResult, NotifyType, OpFlags, ProgressMode, Provider,
+    Result, Sge, Status,
 };
 
 const ROLE: &str = "ND_PROGRESS_TEST_ROLE";
@@ -168,6 +168,7 @@ fn spawn(
         .env("ND_TEST_PROVIDER", provider)
         // shm: place Writes through the rings, not a mapping (see `target`).
         .env("ND_SHM_MAP_MIN_KIB", "0")
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped());
     for (k, v) in extra {
         cmd.env(k, v);
@@ -253,6 +254,11 @@ fn child_role(test: &str) -> bool {
         ),
         "listener" => late_listener(&provider),
         "connector" => early_connector(
+            &provider,
+            std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
+        ),
+        "notified" => notified_receiver(&provider),
+        "sender" => late_sender(
             &provider,
             std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
         ),
@@ -350,6 +356,113 @@ fn a_sleeping_shm_connector_is_not_refused() {
         "a_sleeping_shm_connector_is_not_refused",
         "connector",
     );
+}
+
+/// Sends a message to the [`Wake`](std::task::Wake) channel when woken.
+struct ChannelWaker(std::sync::Mutex<std::sync::mpsc::Sender<()>>);
+
+impl std::task::Wake for ChannelWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        let _ = self.0.lock().unwrap().send(());
+    }
+}
+
+/// Accepts one connection with a Receive posted, arms its CQ (`Notify`) and blocks on a
+/// channel that only the request's completion hook feeds: no thread of this process polls or
+/// waits in netdirect while the peer's Send arrives, so only the engine can complete it.
+fn notified_receiver(provider: &str) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(8, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
+    let buf = netdirect::Buffer::new(64)?;
+    let mr = a.create_memory_region()?;
+    mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)?
+        .wait()?;
+    // SAFETY: `buf` is not touched until the Receive completes.
+    unsafe { qp.receive(7, &[buf.sge(0..64, mr.get_local_token())])? };
+    let l = a.create_listener()?;
+    l.bind("127.0.0.1:0".parse().unwrap())?;
+    l.listen(0)?;
+    println!("listening {}", l.get_local_address()?);
+    std::io::stdout().flush().unwrap();
+    let c = a.create_connector()?;
+    l.get_connection_request(&c)?.wait()?;
+    c.accept(&qp, 0, 0, b"")?.wait()?;
+    let armed = cq.notify(NotifyType::Any)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waker = std::sync::Arc::new(ChannelWaker(std::sync::Mutex::new(tx))).into();
+    assert!(
+        !armed.wake_on_completion(&waker),
+        "the CQ was notified before the peer sent"
+    );
+    println!("armed");
+    std::io::stdout().flush().unwrap();
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the Notify's completion hook never ran: nothing drove the adapter");
+    armed.wait()?;
+    let r = next(&cq);
+    assert_eq!((r.request_context, r.bytes_transferred), (7, 5), "{r:?}");
+    // SAFETY: the Receive that owned these bytes has completed.
+    let got = unsafe { std::slice::from_raw_parts(buf.as_ptr(), 5) };
+    assert_eq!(got, b"hello");
+    println!("woken");
+    c.disconnect()?.wait()?;
+    mr.deregister()?.wait()
+}
+
+/// The peer of `notified_receiver`: connects, and sends once the parent says the receiver's
+/// CQ is armed (a line on standard input).
+fn late_sender(provider: &str, at: SocketAddr) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(8, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
+    let c = a.create_connector()?;
+    c.bind("127.0.0.1:0".parse().unwrap())?;
+    c.connect(&qp, at, 0, 0, b"")?.wait()?;
+    c.complete_connect()?.wait()?;
+    println!("connected");
+    std::io::stdout().flush().unwrap();
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go).unwrap();
+    let mut msg = *b"hello";
+    // SAFETY: INLINE: the bytes are copied during the call.
+    unsafe { qp.send(1, &[Sge::new(msg.as_mut_ptr(), 5, 0)], OpFlags::INLINE)? };
+    next(&cq);
+    println!("sent");
+    std::io::stdout().flush().unwrap();
+    // Stay connected until the receiver has seen the message (standard input closes).
+    std::io::stdin().read_line(&mut go).unwrap();
+    Ok(())
+}
+
+/// A thread blocked outside netdirect, on a channel fed by a Notify's completion hook (as the
+/// C ABI's events and completion ports are), wakes for a completion that no thread polled for.
+fn hooked_notify(provider: &str, test: &str) {
+    if child_role(test) {
+        return;
+    }
+    let (mut r, mut r_out) = spawn(test, "notified", provider, &[]);
+    let at = line_with(&mut r_out, "listening ");
+    let (mut s, mut s_out) = spawn(test, "sender", provider, &[("ND_TEST_AT", at)]);
+    line_with(&mut s_out, "connected");
+    line_with(&mut r_out, "armed");
+    let mut s_in = s.stdin.take().unwrap();
+    writeln!(s_in, "go").unwrap();
+    line_with(&mut s_out, "sent");
+    line_with(&mut r_out, "woken");
+    drop(s_in);
+    assert!(r.wait().unwrap().success(), "the receiver failed");
+    assert!(s.wait().unwrap().success(), "the sender failed");
+}
+
+#[test]
+fn a_tcp_notify_hook_fires_with_no_thread_driving() {
+    hooked_notify("tcp", "a_tcp_notify_hook_fires_with_no_thread_driving");
+}
+
+#[test]
+fn an_shm_notify_hook_fires_with_no_thread_driving() {
+    hooked_notify("shm", "an_shm_notify_hook_fires_with_no_thread_driving");
 }
 
 /// CPU time this process has used (user + system), from /proc/self/stat.
