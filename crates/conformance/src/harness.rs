@@ -75,7 +75,7 @@ impl Family {
 /// How the processes drive their adapters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Drive {
-    /// Only through their own waits and polls.
+    /// Only through their own waits and polls (`ND_PROGRESS=manual`).
     Waits,
     /// With the adapter's overlapped descriptor exported (`ND_PEER_EXPORT_FD=1`).
     FdExported,
@@ -178,11 +178,15 @@ impl Peer {
         addr: &str,
     ) -> Result<Self, String> {
         let mut cmd = Command::new(exe);
-        cmd.env_remove("ND_PEER_EXPORT_FD")
-            .env_remove("ND_PROGRESS");
+        // The scenarios were written for processes that drive their own I/O: `Waits` and
+        // `FdExported` run them so (some decide when a response may leave by when they
+        // poll), `Engine` with the engine as well.
+        cmd.env_remove("ND_PEER_EXPORT_FD");
         match drive {
-            Drive::Waits => &mut cmd,
-            Drive::FdExported => cmd.env("ND_PEER_EXPORT_FD", "1"),
+            Drive::Waits => cmd.env("ND_PROGRESS", "manual"),
+            Drive::FdExported => cmd
+                .env("ND_PEER_EXPORT_FD", "1")
+                .env("ND_PROGRESS", "manual"),
             Drive::Engine => cmd.env("ND_PROGRESS", "thread"),
         };
         let mut child = cmd

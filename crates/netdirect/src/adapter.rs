@@ -111,7 +111,7 @@ impl Adapter {
     /// while none of your threads does (peers' RDMA lands, connection requests are answered,
     /// completions reach waiters while you compute), and stays away while you drive, so a
     /// polling or waiting thread pays no hand-off; [`ProgressMode::Manual`] stops it. The
-    /// default is `ND_PROGRESS` (`manual` when unset). docs/ARCHITECTURE.md, "Who drives the
+    /// default is `ND_PROGRESS` (`thread` when unset). docs/ARCHITECTURE.md, "Who drives the
     /// I/O".
     pub fn set_progress_mode(&self, mode: ProgressMode) -> Result<()> {
         self.inner.set_progress_mode(mode)

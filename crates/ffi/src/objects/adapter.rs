@@ -108,16 +108,11 @@ impl Interface for AdapterObj {
     const IIDS: &'static [&'static GUID] = &[&IID_IUnknown, &IID_IND2Adapter];
 }
 
-/// `adapter` as a new COM object, with its progress engine on unless `ND_PROGRESS` says
-/// otherwise: code written for ND expects what RDMA hardware does, a target's memory written
-/// and read by its peers, connections accepted and requests completed while the program
-/// computes or sleeps (docs/ARCHITECTURE.md, "Who drives the I/O"). The engine stays away
-/// while the program polls or waits, so a polling loop pays no hand-off.
+/// `adapter` as a new COM object, in the mode `ND_PROGRESS` chose when it opened (the engine
+/// on unless it says `manual`): code written for ND expects what RDMA hardware does, a
+/// target's memory written and read by its peers, connections accepted and requests completed
+/// while the program computes or sleeps (docs/ARCHITECTURE.md, "Who drives the I/O").
 pub fn new(adapter: nd::Adapter) -> *mut c_void {
-    if std::env::var_os(nd::spi::kit::progress::VAR).is_none() {
-        // No thread to be had: the adapter stays in manual mode.
-        let _ = adapter.set_progress_mode(nd::ProgressMode::Thread);
-    }
     Com::into_raw(AdapterObj { adapter })
 }
 

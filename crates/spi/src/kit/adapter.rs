@@ -262,14 +262,14 @@ where
 }
 
 impl<P: AdapterProvider> Adapter<P> {
-    /// An adapter over `state`, in the progress mode `ND_PROGRESS` names (`manual` if unset).
+    /// An adapter over `state`, in the progress mode `ND_PROGRESS` names (`thread` if unset).
     pub fn new(state: P::Adapter) -> Arc<Self> {
         let a = Arc::new(Self {
             state: Arc::new(state),
             engine: Mutex::new(None),
         });
         // A thread that cannot be made leaves the adapter in manual mode.
-        let _ = a.set_mode(ProgressMode::from_env_or(ProgressMode::Manual));
+        let _ = a.set_mode(ProgressMode::from_env_or(ProgressMode::default()));
         a
     }
 

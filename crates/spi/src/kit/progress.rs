@@ -9,16 +9,15 @@
 //! once it stops moving, the engine waits in the provider's own [`Driver::wait_for`], as the
 //! leader asleep on the transport, until the application shows up again or [`SLICE`] passes.
 //! An application thread that starts waiting while the engine leads is woken by the engine's
-//! dispatch, once; the engine then steps back. So a message pays no thread hand-off while the
-//! application drives, the first one after the application was idle pays at most one, and an
-//! idle adapter costs a wake-up every [`SLICE`], nothing more.
+//! dispatch, once; the engine then steps back. After a wait that work ended, the engine polls
+//! for [`LINGER`] before it sleeps again, so a stream of requests from a peer is served without
+//! a wake-up each. So a message pays no thread hand-off while the application drives, the
+//! first one after the application was idle pays at most one, and an idle adapter costs a
+//! wake-up every [`SLICE`], nothing more.
 //!
-//! Modes (`ND_PROGRESS`): `manual` (no engine: only the application's polls and waits drive;
-//! the default of the Rust API) and `thread` (the engine runs; the default of the C ABI).
-//! No latency row costs 2 % more with the engine (docs/BENCHMARKS.md); what keeps `manual` the
-//! Rust default is a status: a `tcp` Send that a receiver refuses can complete `ND_SUCCESS`
-//! (TCP took it all) before the refusal arrives, since the receiving engine drains the stream
-//! (the conformance scenario `overrun-large` expects `STATUS_DATA_ERROR`). Releasing the adapter stops its engine (at once if it sleeps in
+//! Modes (`ND_PROGRESS`): `thread` (the engine runs; the default) and `manual` (no engine:
+//! only the application's polls and waits drive). No latency row costs 2 % more with the
+//! engine (docs/BENCHMARKS.md), which is what made `thread` the default. Releasing the adapter stops its engine (at once if it sleeps in
 //! a back-off, within [`SLICE`] otherwise); the thread is never joined, so a process that
 //! exits or forks with it running neither waits for it nor finds it in the child.
 
@@ -27,7 +26,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::{self, Thread};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::kit::overlapped::Driver;
 
@@ -37,10 +36,10 @@ pub const VAR: &str = "ND_PROGRESS";
 /// Who advances an adapter's I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProgressMode {
-    /// The application's threads, when they poll or wait (the Rust default).
-    #[default]
+    /// The application's threads, when they poll or wait, and nothing else.
     Manual,
-    /// Those, and a progress engine when they do not (the C ABI's default).
+    /// Those, and a progress engine when they do not (the default).
+    #[default]
     Thread,
 }
 
@@ -75,6 +74,11 @@ impl ProgressMode {
 pub const BACKOFF: Duration = Duration::from_millis(10);
 /// The longest the engine waits in one go before it looks at the application again.
 pub const SLICE: Duration = Duration::from_millis(100);
+/// How long the engine keeps polling after a wait that work ended, before it sleeps again: a
+/// peer's next request usually follows within microseconds, and a sleeping engine costs each
+/// one a wake-up message and a cross-core wake-up (35–40 µs on a 2-vCPU VM), longer than a
+/// 1 MiB `shm` transfer takes. Spent only after work came, so an idle adapter never spins.
+pub const LINGER: Duration = Duration::from_micros(50);
 
 /// A mark the application's threads move whenever they poll or wait on the adapter.
 ///
@@ -176,10 +180,17 @@ fn run(driver: &Weak<dyn Driver>, activity: &Activity, stop: &AtomicBool) {
         let Some(d) = driver.upgrade() else {
             return;
         };
-        d.wait_for(
-            &|| stop.load(Ordering::Acquire) || activity.get() != seen,
-            Some(SLICE),
-        );
+        let quiet = || !stop.load(Ordering::Acquire) && activity.get() == seen;
+        let slept = Instant::now();
+        d.wait_for(&|| !quiet(), Some(SLICE));
+        if slept.elapsed() < SLICE && quiet() {
+            // Woken by work: linger (`LINGER`), as long as the application stays away.
+            let until = Instant::now() + LINGER;
+            while quiet() && Instant::now() < until {
+                d.progress();
+                std::hint::spin_loop();
+            }
+        }
     }
 }
 
