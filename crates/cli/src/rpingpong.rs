@@ -7,7 +7,8 @@
 //! A peer's Write makes no completion on this side, so there is no CQ notification to sleep
 //! on while waiting for it: `--blocking` sleeps on the adapter's descriptor (the Linux form
 //! of CreateOverlappedFile, readable when the adapter's I/O needs driving) and waits for its
-//! own Write completions on the CQ as `nd pingpong --blocking` does.
+//! own Write completions on the CQ as `nd pingpong --blocking` does. That sleeper is the one
+//! driving its adapter, so `--blocking` runs it in manual mode (no progress engine).
 //!
 //! JSON: the [`Row`] latency keys, `op` = `write`.
 
@@ -68,6 +69,7 @@ fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(
         depth: 8,
         inline: 256,
         blocking: args.peer.blocking,
+        sleeps_on_fd: args.peer.blocking,
         settings: common::settings("rpingpong", &args.peer, plan, &[]),
         ..EndpointConfig::default()
     };

@@ -72,6 +72,10 @@ pub(crate) struct EndpointConfig {
     pub(crate) read_limits: (u32, u32),
     /// Sleep on CQ notifications instead of spinning in [`Endpoint::next`].
     pub(crate) blocking: bool,
+    /// The run sleeps on the adapter's descriptor for events that make no completion
+    /// ([`Endpoint::idle`]): the adapter runs in manual mode, since a progress engine would
+    /// take those events and place a peer's Write unseen, leaving the sleeper asleep.
+    pub(crate) sleeps_on_fd: bool,
     /// The [`settings`](super::settings()) both ends must agree on.
     pub(crate) settings: String,
 }
@@ -135,6 +139,11 @@ impl Endpoint {
         let adapter = provider
             .open_adapter_for(SocketAddr::new(local, 0))
             .map_err(err("open adapter"))?;
+        if cfg.sleeps_on_fd {
+            adapter
+                .set_progress_mode(netdirect::ProgressMode::Manual)
+                .map_err(err("set_progress_mode"))?;
+        }
         let info = adapter.query();
         check_limits(cfg, &info)?;
         let depth = cfg
