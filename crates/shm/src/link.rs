@@ -333,7 +333,7 @@ impl Link {
         }
         let n = self.idle.load(Ordering::Relaxed).wrapping_add(1);
         self.idle.store(n, Ordering::Relaxed);
-        n % crate::qp::LIVENESS_POLLS == 0 && self.service_socket(64)
+        n.is_multiple_of(crate::qp::LIVENESS_POLLS) && self.service_socket(64)
     }
 
     /// Drive the queue pair now; whether it still exists.
