@@ -121,9 +121,11 @@ impl TcpQp {
             self.flush_tx(&mut g);
             return Ok(());
         }
+        let batch = self.batches(&g, kind, total);
         // The common small Send, with nothing queued before it: framed on the stack and
         // written at once, past the stash and the staging queue (`send_direct`).
         let wr = if matches!(kind, TxKind::Send)
+            && !batch
             && g.conn == Conn::Established
             && g.sq.is_empty()
             && !g.tx.has_output()
@@ -171,8 +173,32 @@ impl TcpQp {
             }
         }
         self.encode_pending(&mut g);
+        if batch {
+            // Left for the next drive, with the requests posted meanwhile (`batches`); a
+            // thread asleep on the adapter wakes to write it.
+            if let Some(s) = &g.sock {
+                s.set_wants_write(true);
+            }
+            return Ok(());
+        }
         self.flush_tx(&mut g);
         Ok(())
+    }
+
+    /// Whether a small Send or Write may stay queued until the next drive (a poll that finds
+    /// its queue empty, a wait, the progress engine) or until [`BATCH`] requests wait, to
+    /// leave with the others in one `sendmsg`: only while the application is posting ahead
+    /// of its polls, which the send CQ shows by holding completions it has not taken yet.
+    /// A lone request (its CQ empty: the ping-pong pattern) is written within its post. Not
+    /// with the descriptor exported, where a writable socket raises no new edge for the
+    /// application's loop.
+    fn batches(&self, g: &Inner, kind: TxKind, total: u64) -> bool {
+        matches!(kind, TxKind::Send | TxKind::Write { .. })
+            && total <= tx::DIRECT_MAX as u64
+            && g.conn == Conn::Established
+            && g.encoded - g.sent < BATCH
+            && self.icq.core.queued_hint() > 0
+            && !self.shared.engine.fd_exported()
     }
 
     /// A Send of at most [`tx::DIRECT_MAX`] bytes with nothing queued before it (no request,
@@ -238,6 +264,9 @@ impl TcpQp {
         Ok(())
     }
 }
+
+/// Most requests a run of posts leaves queued for one `sendmsg` (`TcpQp::batches`).
+const BATCH: usize = 32;
 
 impl Posts for TcpQp {
     fn flush(&self) -> Result<()> {
