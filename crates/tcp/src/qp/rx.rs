@@ -98,7 +98,7 @@ pub(crate) struct Rx {
     /// else reads it meanwhile, or bytes could be processed out of order.
     lent: bool,
     /// The error a read or write of the socket returned (the kernel reports it once):
-    /// why the connection was lost (`TcpQp::lost_connection`).
+    /// why the connection was lost (`TcpQp::stream_ended`).
     pub(crate) failure: Option<Errno>,
 }
 
@@ -256,7 +256,7 @@ impl TcpQp {
                     Ok(true) => {}
                     Ok(false) => return,
                     Err(()) => {
-                        self.lost_connection(g);
+                        self.stream_ended(g);
                         return;
                     }
                 }
