@@ -218,4 +218,16 @@ mod tests {
         assert_eq!(keepalive_for(Duration::from_millis(2000)), (s(1), s(1), 1));
         assert_eq!(keepalive_for(Duration::from_millis(300)), (s(1), s(1), 1));
     }
+
+    /// A dead path is ND_IO_TIMEOUT; the peer's own end (reset, broken pipe) is a flush.
+    #[test]
+    fn dead_paths_are_timeouts_and_resets_are_not() {
+        use rustix::io::Errno;
+        for e in [Errno::TIMEDOUT, Errno::HOSTUNREACH, Errno::NETUNREACH] {
+            assert_eq!(failure_status(e), Some(Status::IO_TIMEOUT), "{e:?}");
+        }
+        for e in [Errno::CONNRESET, Errno::PIPE, Errno::NOTCONN] {
+            assert_eq!(failure_status(e), None, "{e:?}");
+        }
+    }
 }
