@@ -202,7 +202,10 @@ impl TcpQp {
                     }
                 }
             }
-            Err(_) => {
+            Err(e) => {
+                if let Some(e) = rustix::io::Errno::from_io_error(&e) {
+                    g.rx.note_failure(e);
+                }
                 // The socket is broken (reset, EPIPE): nothing queued can go any more, and a
                 // socket that reports itself writable for ever must leave the leader's poll
                 // set, or every blocking wait of the adapter would spin on it.
