@@ -224,7 +224,13 @@ impl Connector {
         outbound_read_limit: Option<&mut usize>,
         private_data: &mut [u8],
     ) -> Result<usize> {
-        let limits = self.v2.get_read_limits()?;
+        // After a Reject the peer's private data is still there, its limits no longer
+        // (no connection will use them): 0 each.
+        let limits = match self.v2.get_read_limits() {
+            Ok(l) => l,
+            Err(e) if self.v2.private_data().is_err() => return Err(e),
+            Err(_) => crate::ReadLimits::default(),
+        };
         if let Some(out) = inbound_read_limit {
             *out = limits.inbound as usize;
         }
