@@ -27,6 +27,20 @@ impl fmt::Debug for CompletionQueue {
 /// Results moved per turn of `get_results` (a stack buffer).
 const BATCH: usize = 16;
 
+/// Write a v2 completion into the `ND_RESULT` its request was posted with; that pointer.
+#[inline]
+fn deliver(r: &NdResult) -> *mut NdResult1 {
+    let p = r.request_context as usize as *mut NdResult1;
+    // SAFETY: every request reaching a v1 queue was posted by a v1 endpoint with a non-null
+    // `ND_RESULT` the poster keeps valid and untouched until it is returned by
+    // `get_results` (the posts' contracts); only `get_results` writes it.
+    unsafe {
+        (*p).status = r.status;
+        (*p).bytes_transferred = r.bytes_transferred as usize;
+    }
+    p
+}
+
 impl CompletionQueue {
     pub(crate) fn new(v2: crate::CompletionQueue, adapter: Adapter) -> Self {
         Self { v2, adapter }
@@ -39,22 +53,24 @@ impl CompletionQueue {
     ///
     /// Writing the results is what the posts' `# Safety` contracts allow: each pointer names
     /// memory the caller keeps for the request until it is returned here.
+    #[inline]
     pub fn get_results(&self, results: &mut [*mut NdResult1]) -> usize {
+        if let [one] = results {
+            // The polling loop's case: one result, no batch buffer to fill.
+            let mut r = [NdResult::EMPTY];
+            if self.v2.get_results(&mut r) == 0 {
+                return 0;
+            }
+            *one = deliver(&r[0]);
+            return 1;
+        }
         let mut done = 0;
         let mut batch = [NdResult::EMPTY; BATCH];
         while done < results.len() {
             let want = (results.len() - done).min(BATCH);
             let n = self.v2.get_results(&mut batch[..want]);
             for (r, out) in batch[..n].iter().zip(&mut results[done..]) {
-                let p = r.request_context as usize as *mut NdResult1;
-                // SAFETY: every request reaching this queue was posted by a v1 endpoint with
-                // a non-null `ND_RESULT` the poster keeps valid and untouched until it is
-                // returned here (the posts' contracts); only this call writes it.
-                unsafe {
-                    (*p).status = r.status;
-                    (*p).bytes_transferred = r.bytes_transferred as usize;
-                }
-                *out = p;
+                *out = deliver(r);
             }
             done += n;
             if n < want {
@@ -88,6 +104,12 @@ impl CompletionQueue {
     /// `GetOverlappedResult`, with v1's byte count (0).
     pub fn get_overlapped_result(&self, ov: &Overlapped, wait: bool) -> Result<usize> {
         ov.get_overlapped_result(wait).map(|()| 0)
+    }
+
+    /// The v2 completion queue underneath (its `Notify` is v1's; reaping through it would
+    /// bypass the `ND_RESULT`s).
+    pub fn as_v2(&self) -> &crate::CompletionQueue {
+        &self.v2
     }
 
     /// The adapter that made it.

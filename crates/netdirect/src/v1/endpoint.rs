@@ -7,7 +7,6 @@
 //! token (`Token`, as it travels).
 
 use std::fmt;
-use std::sync::Arc;
 
 use super::{MemoryWindow, MrHandle, MwDescriptor, NdResult1, Sge1};
 use crate::{Error, OpFlags, Result, Sge, Status};
@@ -23,9 +22,12 @@ use crate::{Error, OpFlags, Result, Sge, Status};
 /// when it succeeds silently: v1 writes no result then).
 #[derive(Clone)]
 pub struct Endpoint {
-    inner: Arc<Inner>,
+    // By value, not behind another `Arc`: a post reaches the provider's queue pair through
+    // one pointer, as a v2 post does.
+    inner: Inner,
 }
 
+#[derive(Clone)]
 struct Inner {
     qp: crate::QueuePair,
     owner: usize,
@@ -63,6 +65,15 @@ fn with_sges<R>(sgl: &[Sge1], f: impl FnOnce(&[Sge], bool) -> Result<R>) -> Resu
         };
         Ok(Sge::new(s.addr, len, token))
     };
+    // The common shapes without a buffer to fill: no SGE, one SGE.
+    match sgl {
+        [] => return f(&[], false),
+        [s] => {
+            let one = [conv(s, &mut inline)?];
+            return f(&one, inline);
+        }
+        _ => {}
+    }
     if sgl.len() <= STACK_SGES {
         let mut v = [Sge::new(std::ptr::null_mut(), 0, 0); STACK_SGES];
         for (d, s) in v.iter_mut().zip(sgl) {
@@ -106,13 +117,13 @@ impl Endpoint {
         max_inline: usize,
     ) -> Self {
         Self {
-            inner: Arc::new(Inner {
+            inner: Inner {
                 qp,
                 owner,
                 inbound_read_limit,
                 outbound_read_limit,
                 max_inline,
-            }),
+            },
         }
     }
 
