@@ -66,6 +66,12 @@ impl Adapter {
         }
     }
 
+    /// The v1 face of an open v2 adapter, as if opened with `ip` (the address its listeners
+    /// listen on and its connectors connect from).
+    pub fn from_v2(adapter: crate::Adapter, ip: IpAddr) -> Self {
+        Self::new(adapter, ip)
+    }
+
     /// The v2 adapter underneath (for the provider name, progress mode, and so on).
     pub fn as_v2(&self) -> &crate::Adapter {
         &self.state.v2
