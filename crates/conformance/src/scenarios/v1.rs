@@ -176,6 +176,14 @@ impl V1Side {
     /// Open the adapter for the run's IP the v1 way and build a side on it.
     pub(super) fn open(ctx: &Ctx) -> Check<Self> {
         let provider = v1::Provider::from_v2(ctx.provider.clone());
+        let listed = provider
+            .query_address_list()
+            .ctx("INDProvider::QueryAddressList")?;
+        ensure!(
+            listed.iter().any(|a| a.ip() == ctx.addr.ip()),
+            "QueryAddressList {listed:?} lacks {}",
+            ctx.addr.ip()
+        );
         let adapter = provider
             .open_adapter(SocketAddr::new(ctx.addr.ip(), 0))
             .ctx("INDProvider::OpenAdapter")?;
@@ -193,6 +201,14 @@ impl V1Side {
         let (mr, ov) =
             unsafe { adapter.register_memory(buf.as_ptr(), BUF) }.ctx("RegisterMemory")?;
         wait_ok(&ov, "RegisterMemory")?;
+        // v1's GetOverlappedResult has a byte count: 0 for a registration.
+        ensure_eq!(
+            adapter
+                .get_overlapped_result(&ov, false)
+                .ctx("GetOverlappedResult")?,
+            0,
+            "RegisterMemory's byte count"
+        );
         let connector = adapter.create_connector().ctx("CreateConnector")?;
         Ok(Self {
             adapter,

@@ -94,6 +94,20 @@ pub(super) fn connect_server(ctx: &Ctx) -> Check {
     )?;
 
     let (listen, laddr) = v1_await_request(ctx, &side)?;
+    // A second request, cancelled: ND_CANCELED before CancelOverlappedRequests returns.
+    let spare = side.adapter.create_connector().ctx("CreateConnector")?;
+    let pending = listen
+        .get_connection_request(&spare)
+        .ctx("GetConnectionRequest")?;
+    expect_pending(&pending, "a second GetConnectionRequest")?;
+    listen
+        .cancel_overlapped_requests()
+        .ctx("INDListen::CancelOverlappedRequests")?;
+    expect_status(
+        listen.get_overlapped_result(&pending, false),
+        Status::CANCELED,
+        "the cancelled GetConnectionRequest",
+    )?;
     let peer = side
         .connector
         .get_peer_address()
@@ -253,6 +267,12 @@ pub(super) fn connect_client(ctx: &Ctx) -> Check {
     )?;
     let ov = v1_connect(ctx, &side, &pd)?;
     wait_ok(&ov, "Connect")?;
+    ensure_eq!(
+        c.get_overlapped_result(&ov, true)
+            .ctx("INDConnector::GetOverlappedResult")?,
+        0,
+        "Connect's byte count"
+    );
     check_connection_data(
         c,
         &server_pd(CALLEE_PD),
