@@ -160,10 +160,14 @@ impl Endpoint {
             // handles below are its objects' own (for Notify, the descriptor, the header).
             drop((cq, adapter));
             let v = V1::open(provider, local, depth, cfg.read_limits, &buf)?;
+            // SAFETY: the v2 queue pair and CQ are kept for what is not a post or a poll
+            // (Notify, the header); every post and poll of `--api v1` goes through `v1`
+            // (the `qp` field is private, used only when `v1` is `None`).
+            let (cq, qp) = unsafe { (v.cq.as_v2().clone(), v.ep.as_v2().clone()) };
             return Ok(Self {
                 adapter: v.adapter.as_v2().clone(),
-                cq: v.cq.as_v2().clone(),
-                qp: v.ep.as_v2().clone(),
+                cq,
+                qp,
                 connector: v.connector.as_v2().clone(),
                 mr: None,
                 buf,

@@ -106,9 +106,13 @@ impl CompletionQueue {
         ov.get_overlapped_result(wait).map(|()| 0)
     }
 
-    /// The v2 completion queue underneath (its `Notify` is v1's; reaping through it would
-    /// bypass the `ND_RESULT`s).
-    pub fn as_v2(&self) -> &crate::CompletionQueue {
+    /// The v2 completion queue underneath (its `Notify` is v1's; reaping through it takes
+    /// results from the v1 queue without writing their `ND_RESULT`s).
+    ///
+    /// # Safety
+    /// No queue pair may be created on it: [`CompletionQueue::get_results`] takes every
+    /// request context it finds for an `ND_RESULT` pointer and writes through it.
+    pub unsafe fn as_v2(&self) -> &crate::CompletionQueue {
         &self.v2
     }
 

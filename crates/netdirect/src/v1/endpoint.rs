@@ -143,7 +143,12 @@ impl Endpoint {
     }
 
     /// The v2 queue pair underneath.
-    pub fn as_v2(&self) -> &crate::QueuePair {
+    ///
+    /// # Safety
+    /// Nothing may be posted through it: its completions reach a v1 completion queue, whose
+    /// `get_results` takes every request context for an `ND_RESULT` pointer and writes
+    /// through it.
+    pub unsafe fn as_v2(&self) -> &crate::QueuePair {
         &self.inner.qp
     }
 
