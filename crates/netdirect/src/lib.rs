@@ -107,6 +107,7 @@ mod memory;
 mod provider;
 mod qp;
 pub mod support;
+pub mod v1;
 
 pub use adapter::{Adapter, QueuePairConfig};
 pub use connect::{ConnectConfig, Connector, Listener};

@@ -5,6 +5,12 @@ mod data;
 mod rdma;
 mod srq;
 mod teardown;
+mod v1;
+mod v1_connection;
+mod v1_data;
+mod v1_interop;
+
+pub use v1::V1_SCENARIOS;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -265,7 +271,10 @@ pub const SCENARIOS: &[Scenario] = &[
 
 /// The scenario called `name`.
 pub fn find(name: &str) -> Option<&'static Scenario> {
-    SCENARIOS.iter().find(|s| s.name == name)
+    SCENARIOS
+        .iter()
+        .chain(V1_SCENARIOS)
+        .find(|s| s.name == name)
 }
 
 /// The server's queue pair context.

@@ -62,6 +62,7 @@ impl TcpQp {
         sge: &[Sge],
         flags: OpFlags,
         kind: TxKind,
+        inval: Option<u32>,
     ) -> Result<()> {
         // The flags parameter is the 4th of Send and the 6th of Read and Write.
         let (allowed, param) = match kind {
@@ -105,6 +106,7 @@ impl TcpQp {
             return fail(Status::BUFFER_OVERFLOW);
         }
         let mut wr = SendWr::new(context, kind, flags, total);
+        wr.inval = inval;
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_send(&wr, Status::CANCELED);
@@ -126,6 +128,7 @@ impl TcpQp {
         // written at once, past the stash and the staging queue (`send_direct`).
         let wr = if matches!(kind, TxKind::Send)
             && !batch
+            && inval.is_none()
             && g.conn == Conn::Established
             && g.sq.is_empty()
             && !g.tx.has_output()
@@ -307,7 +310,21 @@ impl Posts for TcpQp {
             },
         };
         // SAFETY: forwarded contract.
-        unsafe { self.post_request(context, sge, flags, kind) }
+        unsafe { self.post_request(context, sge, flags, kind, None) }
+    }
+
+    /// ND v1's `SendAndInvalidate`: a Send with Invalidate (RFC 5040 §5.3) naming the
+    /// peer's window by its token (network byte order, so its host value is `from_be`).
+    unsafe fn post_send_and_invalidate(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let stag = Some(u32::from_be(remote_token));
+        // SAFETY: forwarded contract.
+        unsafe { self.post_request(context, sge, flags, TxKind::Send, stag) }
     }
 
     /// `Receive`.
