@@ -53,12 +53,14 @@ use crate::adapter::Shared;
 use crate::bias::{BiasedGuard, BiasedMutex};
 use crate::cq::ShmCq;
 use crate::link::Link;
-use crate::ring::{Consumer, Desc, Producer, INLINE_MAX};
+use crate::mapped::Lease;
+use crate::ring::{Consumer, Desc, Producer, INLINE_MAX, LEASE_LEN};
 use crate::srq::ShmSrq;
 use netdirect_spi::kit::srq::Seg as SrqSeg;
 
 mod conn;
 mod onesided;
+mod place;
 mod post;
 mod rx;
 mod tx;
@@ -125,6 +127,8 @@ struct SendWr {
     /// A Send in more than one record (RTS, or chunks): its number among the messages we
     /// started (`Inner::tx_msgs`), which an RNR record names.
     msn: Option<u32>,
+    /// A Write whose WRITE record asks for a lease (`flag::LEASE`): its ACK answers that.
+    lease_ask: bool,
 }
 
 impl SendWr {
@@ -138,6 +142,7 @@ impl SendWr {
             awaiting: false,
             error: None,
             msn: None,
+            lease_ask: false,
         }
     }
 }
@@ -184,6 +189,8 @@ struct RxMsg {
 #[derive(Debug)]
 enum Answer {
     Ack,
+    /// An ACK that grants a lease ([`Lease::encode`](crate::mapped::Lease::encode)'s bytes).
+    Lease([u8; LEASE_LEN as usize]),
     Read(Resp),
     /// The mapped Write or Read may go into (out of) our shared memory `id` at `off`
     /// (`mapped`).
@@ -205,7 +212,7 @@ impl Answer {
     /// each): the CHUNK records of a message partly in the ring must follow each other, and
     /// any other answer waits until the message is in (`ShmQp::push_answers`).
     fn goes_mid_message(&self) -> bool {
-        matches!(self, Self::Ack | Self::Done { .. })
+        matches!(self, Self::Ack | Self::Lease(_) | Self::Done { .. })
     }
 }
 
@@ -278,6 +285,18 @@ struct Inner {
     /// The registration the peer's granted mapped Write or Read goes into (comes out of), held
     /// until its DONE (target side).
     map_hold: Option<Arc<Registration>>,
+    /// Leases on regions of the peer's memory (initiator side, `mapped`: placed Writes).
+    leases: [Option<Lease>; 4],
+    /// Target tokens whose last lease request was refused: not asked again soon.
+    lease_denied: [u32; 4],
+    /// A WRITE of ours asking for a lease awaits its ACK (one at a time).
+    lease_asking: bool,
+    /// We granted the peer leases that may still hold (target side): a Deregister's copy
+    /// barrier and the end of the connection revoke them.
+    leased: bool,
+    /// The producer position after the last request record we pushed: a Write is placed
+    /// only once the peer has taken every record before it (`Producer::taken`).
+    req_head: u64,
     /// Read limits of the connection: Reads the peer may have in flight toward us (IRD) and
     /// Reads we may issue (ORD).
     ird: u32,
@@ -340,6 +359,11 @@ impl Inner {
             map_out: MapOut::Idle,
             map_denied: [0; 4],
             map_hold: None,
+            leases: Default::default(),
+            lease_denied: [0; 4],
+            lease_asking: false,
+            leased: false,
+            req_head: 0,
             ird: 0,
             ord: 0,
             wake_owed: false,
@@ -484,9 +508,22 @@ impl ShmQp {
         self.inner.lock()
     }
 
-    /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`).
+    /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`, a
+    /// Deregister's copy barrier). A registration went: the leases we granted the peer are
+    /// revoked, and a Write it was placing under one is over, when this returns (`mapped`).
     pub(crate) fn fence(&self) {
-        drop(self.lock());
+        let mut g = self.lock();
+        self.revoke_leases(&mut g);
+    }
+
+    /// Revoke the leases we granted the peer, if any (target side; `mapped`).
+    fn revoke_leases(&self, g: &mut Inner) {
+        if g.leased {
+            g.leased = false;
+            if let Some(link) = self.link.get() {
+                link.revoke_leases();
+            }
+        }
     }
 
     fn complete_recv(&self, context: u64, status: Status, bytes: u32, solicited: bool) {

@@ -12,7 +12,7 @@ use super::{
 use crate::cq::ShmCq;
 use crate::link::Link;
 use crate::mem::{self, OwnedMut, Seg, Segs};
-use crate::ring::{flag, kind, Violation, RTS_MAX_SGES};
+use crate::ring::{flag, kind, Violation, LEASE_LEN, RTS_MAX_SGES};
 
 /// The common record, alone: `r` (just peeked, a MSG record: callers test the kind first, so
 /// other records skip it) is a whole message in its cell, and the front Receive, posted on
@@ -116,8 +116,11 @@ impl ShmQp {
                     } else if !self.mapped_copy(g, link, &cell, r.total) {
                         return self.violation(g);
                     }
-                    // The memory's MAP message, if any, was taken by `mapped_copy`.
-                    link.maps.asking(false);
+                    // The memory's MAP message, if any, was taken by `mapped_copy` (a lease
+                    // asked for still takes its own).
+                    if !g.lease_asking {
+                        link.maps.asking(false);
+                    }
                     continue;
                 }
                 kind::DONE => {
@@ -132,6 +135,15 @@ impl ShmQp {
                 kind::ACK => {
                     // The peer pulled our RTS message or placed our Write: it is complete.
                     if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
+                        return self.violation(g);
+                    }
+                    // It may answer the Write's request for a lease (`place`).
+                    let mut lease = [0u8; LEASE_LEN as usize];
+                    let granted = r.len == LEASE_LEN;
+                    if granted {
+                        g.cons.read_inline(&rx, lease.len(), &mut OwnedMut(&mut lease), 0);
+                    }
+                    if !self.lease_answered(g, link, granted.then_some(&lease)) {
                         return self.violation(g);
                     }
                     self.answered(g);
@@ -218,6 +230,8 @@ impl ShmQp {
                         if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
                             return self.violation(g);
                         }
+                        // A plain ACK: a lease asked for is refused.
+                        self.lease_answered(g, link, None);
                         self.answered(g);
                     }
                     match self.serve(g, link, r) {
