@@ -157,13 +157,18 @@ impl Link {
     /// Initiator: show the peer we may write its memory (once per connection): read its
     /// nonce from its address space into our side line. Whether that worked.
     pub(crate) fn prove(&self) -> bool {
+        if let Some(&p) = self.maps.proved.get() {
+            return p;
+        }
+        // The peer publishes where its nonce is as it sets up its side of the connection,
+        // which may not be done when our first request goes: not known yet is no answer.
+        let addr = self.peer().nonce_addr.load(Ordering::Acquire);
+        if addr == 0 {
+            return false;
+        }
         *self.maps.proved.get_or_init(|| {
-            let addr = self.peer().nonce_addr.load(Ordering::Acquire);
             let mut b = [0u8; 16];
-            if self.peer_pid <= 0
-                || addr == 0
-                || !crate::mem::read_remote(self.peer_pid, addr, &mut b)
-            {
+            if self.peer_pid <= 0 || !crate::mem::read_remote(self.peer_pid, addr, &mut b) {
                 return false;
             }
             let me = self.me();

@@ -114,9 +114,8 @@ pub(crate) struct SideLine {
 }
 
 // The layout above: two lines, `copying` alone at the start of the second.
-const _: () = assert!(
-    size_of::<SideLine>() == 128 && std::mem::offset_of!(SideLine, copying) == 64
-);
+const _: () =
+    assert!(size_of::<SideLine>() == 128 && std::mem::offset_of!(SideLine, copying) == 64);
 
 /// A mapped segment. Unmapped on drop.
 pub(crate) struct Segment {

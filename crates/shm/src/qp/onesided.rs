@@ -152,7 +152,8 @@ impl ShmQp {
                         false => None,
                     };
                     drop(reg);
-                    g.answers.push_back(lease.map_or(Answer::Ack, Answer::Lease));
+                    g.answers
+                        .push_back(lease.map_or(Answer::Ack, Answer::Lease));
                 } else {
                     // The bytes follow as CHUNK records.
                     g.rx_reg = reg;

@@ -2,7 +2,7 @@
 //! and copy, the lease asked for on a one-cell WRITE, granted (target side) and taken
 //! (initiator side) with the Write's ACK.
 
-use netdirect_spi::kit::mr::{Kind, Registration};
+use netdirect_spi::kit::mr::{Access, Kind, Registration};
 use netdirect_spi::{MrFlags, Sge};
 
 use super::{Conn, Inner, MapOut, Op, ShmQp};
@@ -48,7 +48,7 @@ impl ShmQp {
     ///
     /// # Safety
     /// With `inline`, the SGEs are readable during this call (the poster's contract);
-    /// otherwise they are checked here against the cached registration.
+    /// otherwise they are checked here against our registrations.
     #[inline]
     pub(super) unsafe fn try_place(
         &self,
@@ -74,7 +74,7 @@ impl ShmQp {
             || g.map_out != MapOut::Idle
             || g.tx_hdr
             || g.tx_sent != 0
-            || !(inline || self.cached_readable(g, sge))
+            || !(inline || self.readable(g, sge))
         {
             return false;
         }
@@ -89,8 +89,8 @@ impl ShmQp {
         let live = link.start_place(lease.epoch);
         if live {
             // SAFETY: INLINE memory is readable during this call; otherwise every SGE lies
-            // in the cached live registration with local read access (checked above), which
-            // a Deregister cannot free before our lock is released (the copy barrier).
+            // in a live registration with local read access (checked above), which a
+            // Deregister cannot free before our lock is released (the copy barrier).
             let src = unsafe { InlineSges::new(sge) };
             mem::place_into(&lease.mem, off, &src, total as usize);
         }
@@ -108,8 +108,25 @@ impl ShmQp {
     /// a lease is dead anyway: the memory's last registration went, which revoked it).
     #[cold]
     pub(super) fn drop_unmapped_leases(&self, g: &mut Inner, link: &Link) {
-        link.maps.unmapped.store(false, std::sync::atomic::Ordering::Relaxed);
+        link.maps
+            .unmapped
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         self.keep_leases(g, |l| link.find_peer_memory(l.id).is_some());
+    }
+
+    /// Whether every SGE is readable local memory: against the cached registration, else
+    /// looked up (which fills the cache for the next Write). No reference is kept: the copy
+    /// ends under our lock, which a Deregister's copy barrier waits for.
+    fn readable(&self, g: &mut Inner, sge: &[Sge]) -> bool {
+        self.cached_readable(g, sge)
+            || sge.iter().all(|s| {
+                g.cache
+                    .resolve(&self.shared.mrs, s.memory_region_token)
+                    .is_some_and(|r| {
+                        let (addr, len) = (s.buffer as usize as u64, u64::from(s.buffer_length));
+                        r.check(addr, len, Access::LocalRead).is_ok()
+                    })
+            })
     }
 
     /// Keep the leases for which `keep` holds, at the front.

@@ -141,7 +141,8 @@ impl ShmQp {
                     let mut lease = [0u8; LEASE_LEN as usize];
                     let granted = r.len == LEASE_LEN;
                     if granted {
-                        g.cons.read_inline(&rx, lease.len(), &mut OwnedMut(&mut lease), 0);
+                        g.cons
+                            .read_inline(&rx, lease.len(), &mut OwnedMut(&mut lease), 0);
                     }
                     if !self.lease_answered(g, link, granted.then_some(&lease)) {
                         return self.violation(g);
