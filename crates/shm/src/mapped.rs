@@ -250,7 +250,11 @@ impl Link {
     /// half of the wake-up handshake with [`Link::placed`]; the caller armed first).
     pub(crate) fn peer_placed(&self) -> bool {
         let v = self.peer().copying.load(Ordering::Acquire);
-        self.maps.placed_seen.swap(v, Ordering::Relaxed) != v
+        // A load and a store, not a swap: two threads arming at once cost at most a
+        // spurious wake-up.
+        let seen = self.maps.placed_seen.load(Ordering::Relaxed);
+        self.maps.placed_seen.store(v, Ordering::Relaxed);
+        seen != v
     }
 
     /// Target, closing with a grant outstanding (or revoking leases): wait until the peer is
