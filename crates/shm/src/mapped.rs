@@ -100,8 +100,8 @@ pub(crate) struct Maps {
     asking: AtomicBool,
     /// The peer's `copying` word when we last looked before sleeping ([`Link::peer_placed`]).
     placed_seen: std::sync::atomic::AtomicU32,
-    /// An UNMAP came: a lease on that memory holds its mapping until the queue pair's next
-    /// drive drops it (`ShmQp::drop_unmapped_leases`).
+    /// An UNMAP came: a lease on that memory holds its mapping until our next Write that
+    /// may be placed drops it (`ShmQp::drop_unmapped_leases`), or the connection ends.
     pub(crate) unmapped: AtomicBool,
 }
 

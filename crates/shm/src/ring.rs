@@ -262,6 +262,8 @@ pub(crate) struct Producer {
     cached_tail: u64,
     data_head: u64,
     cached_data_tail: u64,
+    /// The position after the last record the owner marked ([`Producer::mark`]).
+    marked: u64,
 }
 
 impl Producer {
@@ -297,17 +299,19 @@ impl Producer {
         Ok(self.head + cells - t <= n && self.data_head + need - dt <= d)
     }
 
-    /// The position of the next record (every record before it is published).
-    pub(crate) fn head(&self) -> u64 {
-        self.head
+    /// Mark every record published so far (the queue pair marks its requests, not its
+    /// answers: a placed Write waits for the requests before it, `mapped`).
+    #[inline]
+    pub(crate) fn mark(&mut self) {
+        self.marked = self.head;
     }
 
-    /// Whether the consumer has taken every record before position `pos` (one Acquire load:
-    /// what it did with them happens before what the caller does next). A tail beyond the
-    /// head is garbage and counts as not taken.
-    pub(crate) fn taken<M: RingMem>(&self, m: &M, pos: u64) -> bool {
+    /// Whether the consumer has taken every record up to the last [`Producer::mark`] (one
+    /// Acquire load: what it did with them happens before what the caller does next). A tail
+    /// beyond the head is garbage and counts as not taken.
+    pub(crate) fn taken<M: RingMem>(&self, m: &M) -> bool {
         let t = m.tail().load(Ordering::Acquire);
-        t >= pos && t <= self.head
+        t >= self.marked && t <= self.head
     }
 
     /// The (tail, data tail) the producer last saw: a blocked producer may retry once they move.

@@ -105,11 +105,6 @@ impl ShmQp {
     /// Drive this queue pair with the lock held.
     #[inline]
     pub(super) fn progress_locked(&self, g: &mut Inner) {
-        if let Some(link) = self.link.get() {
-            if link.maps.unmapped.load(Ordering::Relaxed) {
-                self.drop_unmapped_leases(g, link);
-            }
-        }
         if g.acks_held {
             // What an earlier pass held goes now (module docs: held acknowledgements), with
             // whatever this pass owes (`progress_tx` releases it).
@@ -222,7 +217,7 @@ impl ShmQp {
         g.rx_reg = None;
         g.map_out = MapOut::Idle;
         // The peer's memory is ours to write no more.
-        g.leases = Default::default();
+        g.leases.clear();
         g.lease_asking = false;
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered (as tcp).
@@ -322,7 +317,7 @@ impl ShmQp {
             return Ok(());
         }
         g.prod.push_inline(&tx, kind::RTR, 0, &Owned(&[]), 0, 0);
-        g.req_head = g.prod.head();
+        g.prod.mark();
         link.wake_peer();
         self.progress_locked(&mut g);
         Ok(())

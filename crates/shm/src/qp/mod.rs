@@ -68,6 +68,9 @@ mod tx;
 /// Largest RDMA Write that travels in one cell with its descriptor.
 const WRITE_INLINE_MAX: usize = INLINE_MAX - Desc::LEN;
 
+/// Leases on the peer's regions kept at once (initiator side, `mapped`).
+const MAX_LEASES: usize = 4;
+
 /// Most SGEs an INLINE request may carry (the SGE limit does not apply to them), as in `tcp`.
 const MAX_INLINE_SGE: usize = 64;
 
@@ -285,18 +288,6 @@ struct Inner {
     /// The registration the peer's granted mapped Write or Read goes into (comes out of), held
     /// until its DONE (target side).
     map_hold: Option<Arc<Registration>>,
-    /// Leases on regions of the peer's memory (initiator side, `mapped`: placed Writes).
-    leases: [Option<Lease>; 4],
-    /// Target tokens whose last lease request was refused: not asked again soon.
-    lease_denied: [u32; 4],
-    /// A WRITE of ours asking for a lease awaits its ACK (one at a time).
-    lease_asking: bool,
-    /// We granted the peer leases that may still hold (target side): a Deregister's copy
-    /// barrier and the end of the connection revoke them.
-    leased: bool,
-    /// The producer position after the last request record we pushed: a Write is placed
-    /// only once the peer has taken every record before it (`Producer::taken`).
-    req_head: u64,
     /// Read limits of the connection: Reads the peer may have in flight toward us (IRD) and
     /// Reads we may issue (ORD).
     ird: u32,
@@ -321,6 +312,16 @@ struct Inner {
     srq_scratch: Vec<SrqSeg>,
     /// On the SRQ's stalled list.
     srq_listed: bool,
+    /// Leases on regions of the peer's memory (initiator side, `mapped`: placed Writes).
+    /// At most [`MAX_LEASES`], the newest first; on the heap, off the Send path's lines.
+    leases: Vec<Lease>,
+    /// Target tokens whose last lease request was refused: not asked again soon.
+    lease_denied: [u32; 4],
+    /// A WRITE of ours asking for a lease awaits its ACK (one at a time).
+    lease_asking: bool,
+    /// We granted the peer leases that may still hold (target side): a Deregister's copy
+    /// barrier and the end of the connection revoke them.
+    leased: bool,
 }
 
 impl Inner {
@@ -359,11 +360,6 @@ impl Inner {
             map_out: MapOut::Idle,
             map_denied: [0; 4],
             map_hold: None,
-            leases: Default::default(),
-            lease_denied: [0; 4],
-            lease_asking: false,
-            leased: false,
-            req_head: 0,
             ird: 0,
             ord: 0,
             wake_owed: false,
@@ -375,6 +371,10 @@ impl Inner {
             cache: LocalCache::default(),
             srq_scratch,
             srq_listed: false,
+            leases: Vec::new(),
+            lease_denied: [0; 4],
+            lease_asking: false,
+            leased: false,
         }
     }
 

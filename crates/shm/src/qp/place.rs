@@ -21,7 +21,7 @@ pub(super) fn wants_lease(
     map_min: u64,
     token: u32,
     total: u64,
-    leases: &[Option<Lease>],
+    leases: &[Lease],
     denied: [&[u32]; 2],
     asking: &mut bool,
 ) -> bool {
@@ -29,7 +29,7 @@ pub(super) fn wants_lease(
         && total > 0
         && total < map_min
         && !*asking
-        && !leases.iter().flatten().any(|l| l.token == token)
+        && !leases.iter().any(|l| l.token == token)
         && !denied.iter().any(|d| d.contains(&token))
         && link.prove();
     if ask {
@@ -58,14 +58,21 @@ impl ShmQp {
         total: u64,
         inline: bool,
     ) -> bool {
-        // Leases are kept at the front: none held is the common case, one load.
-        if g.leases[0].is_none() || total == 0 || total >= self.shared.config.map_min {
+        // None held is the common case: one load.
+        if g.leases.is_empty() || total == 0 || total >= self.shared.config.map_min {
             return false;
         }
-        let Some(k) = g.leases.iter().position(|l| {
-            l.as_ref()
-                .is_some_and(|l| l.token == d.token && l.offset(d.addr, total).is_some())
-        }) else {
+        let Some(link) = self.link.get() else {
+            return false;
+        };
+        if link.maps.unmapped.load(std::sync::atomic::Ordering::Relaxed) {
+            self.drop_unmapped_leases(g, link);
+        }
+        let Some(k) = g
+            .leases
+            .iter()
+            .position(|l| l.token == d.token && l.offset(d.addr, total).is_some())
+        else {
             return false;
         };
         if g.conn != Conn::Established
@@ -78,13 +85,10 @@ impl ShmQp {
         {
             return false;
         }
-        let Some(link) = self.link.get() else {
-            return false;
-        };
-        if !g.prod.taken(&link.tx(), g.req_head) {
+        if !g.prod.taken(&link.tx()) {
             return false;
         }
-        let lease = g.leases[k].as_ref().expect("found above");
+        let lease = &g.leases[k];
         let off = lease.offset(d.addr, total).expect("checked above");
         let live = link.start_place(lease.epoch);
         if live {
@@ -105,7 +109,8 @@ impl ShmQp {
     }
 
     /// The peer freed memories we may hold leases on (UNMAP): let go of their mappings (such
-    /// a lease is dead anyway: the memory's last registration went, which revoked it).
+    /// a lease is dead anyway: the memory's last registration went, which revoked it). Looked
+    /// at by the next Write that may be placed; the connection's end drops every lease.
     #[cold]
     pub(super) fn drop_unmapped_leases(&self, g: &mut Inner, link: &Link) {
         link.maps
@@ -129,17 +134,9 @@ impl ShmQp {
             })
     }
 
-    /// Keep the leases for which `keep` holds, at the front.
+    /// Keep the leases for which `keep` holds.
     fn keep_leases(&self, g: &mut Inner, keep: impl Fn(&Lease) -> bool) {
-        let mut kept: [Option<Lease>; 4] = Default::default();
-        let mut n = 0;
-        for l in g.leases.iter_mut() {
-            if let Some(l) = l.take().filter(|l| keep(l)) {
-                kept[n] = Some(l);
-                n += 1;
-            }
-        }
-        g.leases = kept;
+        g.leases.retain(keep);
     }
 
     /// The ACK that answers our front Write came: with `lease` bytes it grants the lease
@@ -163,8 +160,8 @@ impl ShmQp {
             Some(l) => {
                 let epoch = l.epoch;
                 self.keep_leases(g, |o| o.token != token && o.epoch == epoch);
-                g.leases.rotate_right(1);
-                g.leases[0] = Some(l);
+                g.leases.truncate(super::MAX_LEASES - 1);
+                g.leases.insert(0, l);
             }
             None => {
                 g.lease_denied.rotate_right(1);

@@ -199,7 +199,7 @@ impl ShmQp {
             0
         };
         g.prod.push_inline(&tx, kind::MSG, f, src, 0, len);
-        g.req_head = g.prod.head();
+        g.prod.mark();
         g.tx_msgs = g.tx_msgs.wrapping_add(1);
         link.wake_peer();
         true
@@ -394,7 +394,7 @@ impl ShmQp {
                 .push_header(&tx, kind::WRITE, f, len as u32, h, 0, Desc::LEN);
             g.prod.push_chunk(&tx, flag::LAST, len as u32, src, 0, len);
         }
-        g.req_head = g.prod.head();
+        g.prod.mark();
         link.wake_peer();
         Some(true)
     }

@@ -475,7 +475,7 @@ impl ShmQp {
         if pushed {
             g.wake_owed = true;
             // Counting answers too: a placed Write waits for the peer to take them as well.
-            g.req_head = g.prod.head();
+            g.prod.mark();
         }
         self.flush_wake(g);
         if blocked && g.conn == Conn::Established {
