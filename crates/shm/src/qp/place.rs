@@ -65,7 +65,11 @@ impl ShmQp {
         let Some(link) = self.link.get() else {
             return false;
         };
-        if link.maps.unmapped.load(std::sync::atomic::Ordering::Relaxed) {
+        if link
+            .maps
+            .unmapped
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
             self.drop_unmapped_leases(g, link);
         }
         let Some(k) = g
