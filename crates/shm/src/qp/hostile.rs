@@ -174,7 +174,7 @@ fn a_riding_ack_only_on_a_write_that_answers_one() {
 #[allow(unsafe_code)]
 fn a_lease_only_for_a_write_that_asked() {
     let (msg, ack) = (u32::from(kind::MSG), u32::from(kind::ACK));
-    let lease = [0xAB; crate::ring::LEASE_LEN as usize];
+    let lease = [0xAB; LEASE_LEN as usize];
     for case in 0..3 {
         let (mut victim, attacker) = connect();
         let len = if case == 2 { 8 } else { 0 };
