@@ -465,8 +465,9 @@ impl Consumer {
         let ok = match r.kind {
             kind::MSG => r.len as usize <= INLINE_MAX,
             kind::CHUNK => u64::from(r.len) <= m.data_len(),
-            kind::ACK => r.len == 0 || r.len == LEASE_LEN,
-            kind::RTR | kind::TERM | kind::RNR | kind::OVERRUN => true,
+            // An ACK's length (0, or a lease's) is checked where it is taken: this function
+            // is on every poll's path.
+            kind::RTR | kind::ACK | kind::TERM | kind::RNR | kind::OVERRUN => true,
             kind::RTS => r.len % 16 == 0 && r.len as usize <= RTS_MAX_SGES * 16,
             kind::WRITE => (Desc::LEN..=INLINE_MAX).contains(&(r.len as usize)),
             kind::WPULL => {

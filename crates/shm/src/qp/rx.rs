@@ -134,7 +134,9 @@ impl ShmQp {
                 }
                 kind::ACK => {
                     // The peer pulled our RTS message or placed our Write: it is complete.
-                    if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
+                    if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_)))
+                        || (r.len != 0 && r.len != LEASE_LEN)
+                    {
                         return self.violation(g);
                     }
                     // It may answer the Write's request for a lease (`place`).
