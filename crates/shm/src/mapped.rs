@@ -25,8 +25,8 @@
 //! Only the bytes are compared; a peer that cannot read us cannot produce them.
 //!
 //! **Placed Writes.** Below `ND_SHM_MAP_MIN_KIB` a round trip per Write would cost more than
-//! the copy, so the permission is given once per region instead, as a *lease*: a one-cell
-//! WRITE of an initiator that proved itself carries [`flag::LEASE`](crate::ring::flag::LEASE);
+//! the copy, so the permission is given once per region instead, as a *lease*: a WRITE
+//! of an initiator that proved itself carries [`flag::LEASE`](crate::ring::flag::LEASE);
 //! the target, having placed it as any Write, answers with an ACK that carries the lease
 //! (memory id, the region's address, length and offset in the memory, the target's lease
 //! epoch) when the region is shared memory (never a window), or a plain ACK that refuses.

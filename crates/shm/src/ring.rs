@@ -170,8 +170,8 @@ pub(crate) mod flag {
     /// call into the provider): in a Write ping-pong the answer then costs no cache line of
     /// its own (`qp`: held acknowledgements).
     pub(crate) const ACK: u8 = 16;
-    /// On a one-cell WRITE record only: the initiator asks for a lease on the Write's region
-    /// (`mapped`: placed Writes); the ACK that answers it grants one or, plain, refuses.
+    /// On a WRITE record only: the initiator asks for a lease on the Write's region (`mapped`:
+    /// placed Writes); the ACK that answers it grants one or, plain, refuses.
     pub(crate) const LEASE: u8 = 32;
 }
 

@@ -38,6 +38,8 @@ fn child_main() {
 /// with `done` (or a panic, which fails the parent's wait):
 /// - `zero OFF` / `has OFF K`: the 8 bytes at OFF are zero / message K, looked at without
 ///   driving anything;
+/// - `has-tail OFF K LEN` / `drive-tail OFF K LEN`: as `has` and `drive`, for the last 8
+///   bytes of message K of LEN bytes;
 /// - `drive OFF K`: poll (driving the queue pair) until the 8 bytes at OFF are message K
 ///   (Receives may complete meanwhile);
 /// - `order FROM TO`: poll until the Receives of messages FROM..TO came, each carrying its
@@ -72,6 +74,22 @@ fn target() {
         let n = |i: usize| -> usize { w[i].parse().expect("number") };
         match w[0] {
             "zero" => assert_eq!(e.read(n(1), 8), [0; 8], "nothing placed at {}", w[1]),
+            // The last 8 bytes of message K of LEN bytes at OFF.
+            "has-tail" => {
+                let want = &message(n(2) as u64, n(3))[n(3) - 8..];
+                assert_eq!(e.read(n(1), 8), want, "placed at {}", w[1]);
+            }
+            "drive-tail" => {
+                let want = message(n(2) as u64, n(3))[n(3) - 8..].to_vec();
+                let end = Instant::now() + DEADLINE;
+                let mut r = [NdResult::EMPTY];
+                while e.read(n(1), 8) != want {
+                    assert_eq!(e.cq.get_results(&mut r), 0, "target completion {r:?}");
+                    assert!(Instant::now() < end, "the Write was never placed");
+                }
+                // One more call: a held ACK goes.
+                assert_eq!(e.cq.get_results(&mut r), 0, "target completion {r:?}");
+            }
             "has" => assert_eq!(
                 e.read(n(1), 8),
                 message(n(2) as u64, 8),
@@ -184,6 +202,20 @@ impl Initiator {
         unsafe { self.e.qp.write(ctx, &[sge], addr, self.token, flags) }.expect("post Write");
     }
 
+    /// Write message `k` of `len` bytes (staged at 0 in our buffer) to `at` in the target's.
+    fn write_len(&self, ctx: u64, k: u64, len: usize, at: usize) {
+        self.e.fill(0, &message(k, len));
+        let sge = self.e.buf.sge(0..len, self.e.token());
+        let addr = self.base + at as u64;
+        // SAFETY: the staged bytes are left alone until the Write completes.
+        unsafe {
+            self.e
+                .qp
+                .write(ctx, &[sge], addr, self.token, OpFlags::empty())
+        }
+        .expect("post Write");
+    }
+
     /// Send the number `k` in 8 bytes (INLINE).
     fn send(&self, ctx: u64, k: u64) {
         let b = k.to_le_bytes();
@@ -261,6 +293,30 @@ fn placed_writes_land_before_the_sends_after_them() {
         i.completes(10_000 + k, RequestType::Send, Status::SUCCESS, "Send");
     }
     i.peer.expect("done");
+}
+
+/// A Write of more than one cell asks for the lease too (its bytes go as chunks), and the
+/// next one is placed; the last 8 bytes, which the target checks, land with the rest.
+#[test]
+fn a_chunked_write_asks_for_the_lease() {
+    let mut i = Initiator::new();
+    let len = 1000;
+    i.write_len(1, 1, len, 0);
+    i.cmd(&format!("drive-tail {} 1 {len}", len - 8));
+    i.completes(
+        1,
+        RequestType::Write,
+        Status::SUCCESS,
+        "the Write asking for the lease",
+    );
+    i.write_len(2, 2, len, 4096);
+    i.completes(
+        2,
+        RequestType::Write,
+        Status::SUCCESS,
+        "placed Write of 1000 bytes",
+    );
+    i.cmd(&format!("has-tail {} 2 {len}", 4096 + len - 8));
 }
 
 /// A Send not yet taken by the target holds back a Write posted after it: the Write goes into

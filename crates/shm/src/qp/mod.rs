@@ -172,8 +172,8 @@ enum Sink {
     /// A Send: the front Receive.
     Recv,
     /// The peer's RDMA Write: our memory at this address (checked when the Write began; the
-    /// registration is held in `Inner::rx_reg`).
-    Write(u64),
+    /// registration is held in `Inner::rx_reg`); whether it asked for a lease (`place`).
+    Write(u64, bool),
     /// The response to our front Read: its sink segments.
     Read,
 }

@@ -121,9 +121,9 @@ impl ShmQp {
                 // cache's copy of its range and rights and takes no reference: the copy ends
                 // under this queue pair's lock, which a Deregister waits for
                 // (`LocalCache::covers`, the adapter's copy barrier).
-                // A one-cell Write may ask for a lease on its region (`place`): checked the
-                // long way, for the registration.
-                let ask = r.flags & crate::ring::flag::LEASE != 0 && inline == total;
+                // A Write may ask for a lease on its region (`place`): checked the long way,
+                // for the registration.
+                let ask = r.flags & crate::ring::flag::LEASE != 0;
                 let cached = inline == total
                     && !ask
                     && g.rcache.covers(
@@ -161,7 +161,7 @@ impl ShmQp {
                         pos: 0,
                         total,
                         solicited: false,
-                        sink: Sink::Write(d.addr),
+                        sink: Sink::Write(d.addr, ask),
                     });
                 }
                 Served::Done

@@ -1,5 +1,5 @@
 //! Writes placed by the initiator under a lease (`mapped`: placed Writes): the post's check
-//! and copy, the lease asked for on a one-cell WRITE, granted (target side) and taken
+//! and copy, the lease asked for on a WRITE, granted (target side) and taken
 //! (initiator side) with the Write's ACK.
 
 use netdirect_spi::kit::mr::{Access, Kind, Registration};
@@ -11,7 +11,7 @@ use crate::mapped::Lease;
 use crate::mem::{self, InlineSges};
 use crate::ring::{Desc, LEASE_LEN};
 
-/// Whether a one-cell Write of `total` bytes to `token` asks for a lease: placement is on
+/// Whether a Write of `total` bytes to `token` asks for a lease: placement is on
 /// (`map_min`, below which Writes are placed), none is held or being asked for, the token was
 /// not refused lately (`denied`: lease and mapping refusals), and we showed the peer we may
 /// write its memory anyway (`Link::prove`, one `process_vm_readv` per connection). When it
@@ -178,7 +178,7 @@ impl ShmQp {
         true
     }
 
-    /// Target: the lease to grant with the ACK of a one-cell Write that asked for one, into
+    /// Target: the lease to grant with the ACK of a Write that asked for one, into
     /// `reg`: only a memory region (never a window, whose Invalidate must stop what goes
     /// through it), with the remote-write right, lying whole in shared memory, to a peer that
     /// showed it may write our memory anyway and has the memory's descriptor (`mapped`).

@@ -330,8 +330,8 @@ impl ShmQp {
     /// within the post, if there is room for all of it: one cell with its descriptor when at
     /// most [`WRITE_INLINE_MAX`] bytes, else the descriptor and one CHUNK record. Nothing is
     /// captured, so nothing is allocated. With `ack`, the WRITE record carries the ACK owed
-    /// to the peer ([`flag::ACK`]; the caller takes it off `answers`). A one-cell Write may
-    /// ask for a lease (`asked`, `flag::LEASE`). `Some(true)` pushed, `Some(false)` no room,
+    /// to the peer ([`flag::ACK`]; the caller takes it off `answers`). It may ask for a lease
+    /// (`asked`, `flag::LEASE`). `Some(true)` pushed, `Some(false)` no room,
     /// `None` the connection ended.
     fn try_push_write_inline<G: crate::ring::Gather>(
         &self,
@@ -362,26 +362,26 @@ impl ShmQp {
         }
         let head = d.encode();
         let mut f = if ack { flag::ACK } else { 0 };
+        let Inner {
+            leases,
+            lease_denied,
+            map_denied,
+            lease_asking,
+            ..
+        } = &mut *g;
+        *asked = super::place::wants_lease(
+            link,
+            self.shared.config.map_min,
+            d.token,
+            len as u64,
+            leases,
+            [&lease_denied[..], &map_denied[..]],
+            lease_asking,
+        );
+        if *asked {
+            f |= flag::LEASE;
+        }
         if small {
-            let Inner {
-                leases,
-                lease_denied,
-                map_denied,
-                lease_asking,
-                ..
-            } = &mut *g;
-            *asked = super::place::wants_lease(
-                link,
-                self.shared.config.map_min,
-                d.token,
-                len as u64,
-                leases,
-                [&lease_denied[..], &map_denied[..]],
-                lease_asking,
-            );
-            if *asked {
-                f |= flag::LEASE;
-            }
             let src = Prefixed {
                 head: &head,
                 rest: src,

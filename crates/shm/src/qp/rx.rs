@@ -331,7 +331,7 @@ impl ShmQp {
             }
             // The registration is re-checked for every chunk of a Write: a Deregister or
             // Invalidate meanwhile refuses the rest, as tcp checks each segment.
-            if matches!(m.sink, Sink::Write(_)) && !g.rx_reg.as_ref().is_some_and(|r| r.is_valid())
+            if matches!(m.sink, Sink::Write(..)) && !g.rx_reg.as_ref().is_some_and(|r| r.is_valid())
             {
                 return self.refuse(g, link);
             }
@@ -341,7 +341,7 @@ impl ShmQp {
                 let segs: &[Seg] = match m.sink {
                     Sink::Recv => rq.front().expect("checked when the message began").1,
                     Sink::Read => sq.front().expect("checked by the RRESP record").1,
-                    Sink::Write(addr) => {
+                    Sink::Write(addr, _) => {
                         target = mem::target(addr, m.total);
                         std::slice::from_ref(&target)
                     }
@@ -369,9 +369,14 @@ impl ShmQp {
                         );
                     }
                     Sink::Read => self.answered(g),
-                    Sink::Write(_) => {
-                        g.rx_reg = None;
-                        g.answers.push_back(Answer::Ack);
+                    Sink::Write(_, ask) => {
+                        let reg = g.rx_reg.take();
+                        let lease = match ask {
+                            true => self.grant_lease(g, link, reg.as_deref()),
+                            false => None,
+                        };
+                        g.answers
+                            .push_back(lease.map_or(Answer::Ack, Answer::Lease));
                     }
                 }
             } else {

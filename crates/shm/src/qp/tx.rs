@@ -209,7 +209,7 @@ impl ShmQp {
             let mut rts = false;
             // A Send of more than one record started: its message number (`SendWr::msn`).
             let mut started = None;
-            // A one-cell Write that asks for a lease (`mapped`: placed Writes).
+            // A Write that asks for a lease (`mapped`: placed Writes).
             let mut asked = false;
             // Whether the request is now fully in the ring (or, for Bind and Invalidate, done).
             let done = match wr.op {
@@ -305,10 +305,20 @@ impl ShmQp {
                         }
                         Ok(true) => {
                             // The descriptor now, the bytes as CHUNK records below.
+                            asked = super::place::wants_lease(
+                                link,
+                                map_min,
+                                d.token,
+                                total,
+                                leases,
+                                [&lease_denied[..], &map_denied[..]],
+                                lease_asking,
+                            );
+                            let f = if asked { flag::LEASE } else { 0 };
                             prod.push_header(
                                 &tx,
                                 kind::WRITE,
-                                0,
+                                f,
                                 total as u32,
                                 &Owned(&head),
                                 0,
@@ -444,8 +454,12 @@ impl ShmQp {
                 return;
             }
             if !finished {
-                if let (Some(m), Some((w, _))) = (started, sq.get_mut(i)) {
-                    w.msn = Some(m);
+                if let Some((w, _)) = sq.get_mut(i) {
+                    if let Some(m) = started {
+                        w.msn = Some(m);
+                    }
+                    // The header asked; its chunks follow later.
+                    w.lease_ask |= asked;
                 }
                 break;
             }
@@ -461,7 +475,7 @@ impl ShmQp {
             };
             if let Some((wr, _)) = sq.get_mut(i) {
                 wr.awaiting = wait;
-                wr.lease_ask = asked;
+                wr.lease_ask |= asked;
                 if started.is_some() {
                     wr.msn = started;
                 }
