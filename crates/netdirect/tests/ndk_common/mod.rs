@@ -90,6 +90,7 @@ pub fn mode_name(m: CompletionMode) -> &'static str {
 /// A child process running `test` in `role`.
 pub struct Peer {
     pub child: Child,
+    pub input: std::process::ChildStdin,
     pub out: BufReader<ChildStdout>,
     pub what: String,
 }
@@ -108,15 +109,17 @@ pub fn spawn(
         .env("ND_TEST_PROVIDER", provider)
         .env("ND_TEST_IP", ip.to_string())
         .env("ND_NDK_COMPLETION", mode_name(mode))
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped());
     for (k, v) in extra {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("spawn the peer process");
     let out = BufReader::new(child.stdout.take().unwrap());
+    let input = child.stdin.take().unwrap();
     Peer {
         child,
+        input,
         out,
         what: format!("{role} ({provider}, {ip}, {})", mode_name(mode)),
     }
@@ -134,6 +137,12 @@ impl Peer {
                 return rest.trim().to_string();
             }
         }
+    }
+
+    /// Send the child a line (it reads it with [`hear`]).
+    pub fn tell(&mut self, line: &str) {
+        writeln!(self.input, "{line}").unwrap();
+        self.input.flush().unwrap();
     }
 
     /// Wait for the child; it must succeed.
@@ -155,6 +164,19 @@ impl Peer {
 pub fn say(what: impl std::fmt::Display) {
     println!("{what}");
     std::io::stdout().flush().unwrap();
+}
+
+/// In a child: block until the parent tells `needle`; what follows it.
+pub fn hear(needle: &str) -> String {
+    let mut l = String::new();
+    loop {
+        l.clear();
+        let n = std::io::stdin().read_line(&mut l).unwrap();
+        assert!(n > 0, "the parent never said {needle:?}");
+        if let Some((_, rest)) = l.split_once(needle) {
+            return rest.trim().to_string();
+        }
+    }
 }
 
 /// The role of this process, if it is a child.
@@ -253,4 +275,114 @@ impl Log {
 /// A channel-backed one-shot signal for callbacks.
 pub fn signal<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
     mpsc::channel()
+}
+
+/// One NDK side of a connection: adapter, PD, one CQ, a QP and a registered buffer.
+pub struct Side {
+    pub cfg: Cfg,
+    pub a: NdkAdapter,
+    pub pd: netdirect::ndk::NdkPd,
+    pub cq: NdkCq,
+    pub qp: netdirect::ndk::NdkQp,
+    pub buf: netdirect::Buffer,
+    pub mr: netdirect::ndk::NdkMr,
+    pub calls: Calls,
+}
+
+impl Side {
+    /// A side whose CQ notification callback is `notify`.
+    pub fn new(cfg: &Cfg, notify: impl Fn(NtStatus) + Send + Sync + 'static) -> Self {
+        let a = cfg.open();
+        let calls = Calls::default();
+        let pd = a.create_pd().expect("pd");
+        let cq = a.create_cq(256, notify, None).expect("cq");
+        let qp = pd
+            .create_qp(&cq, &cq, 0x51de, 64, 64, 1, 1, 64)
+            .expect("qp");
+        let buf = netdirect::Buffer::new(8192).expect("buffer");
+        let mr = pd.create_mr(false).expect("mr");
+        let flags = netdirect::MrFlags::ALLOW_LOCAL_WRITE
+            | netdirect::MrFlags::ALLOW_REMOTE_READ
+            | netdirect::MrFlags::ALLOW_REMOTE_WRITE
+            | netdirect::MrFlags::RDMA_READ_SINK;
+        assert_eq!(
+            call(&calls, |cb| mr.register_buffer(&buf, flags, cb)),
+            NtStatus::SUCCESS
+        );
+        Self {
+            cfg: cfg.clone(),
+            a,
+            pd,
+            cq,
+            qp,
+            buf,
+            mr,
+            calls,
+        }
+    }
+
+    /// Post a Receive of 64 bytes into slot `ctx` (slots of 64 bytes).
+    pub fn recv(&self, ctx: u64) {
+        let sge = self.slot(ctx);
+        // SAFETY: the buffer is only read after the Receive completed.
+        assert_eq!(unsafe { self.qp.receive(ctx, &[sge]) }, NtStatus::SUCCESS);
+    }
+
+    /// The SGE of 64-byte slot `i`.
+    pub fn slot(&self, i: u64) -> netdirect::ndk::NdkSge {
+        let at = (i as usize % 128) * 64;
+        self.buf.sge(at..at + 64, self.mr.get_local_token())
+    }
+
+    /// The bytes of slot `i` a completed Receive wrote.
+    pub fn slot_bytes(&self, i: u64, len: usize) -> Vec<u8> {
+        let at = (i as usize % 128) * 64;
+        // SAFETY: the Receive that wrote the slot completed.
+        unsafe { self.buf.as_slice()[at..at + len].to_vec() }
+    }
+
+    /// An INLINE Send of `data` (the post's status).
+    pub fn send(&self, ctx: u64, data: &[u8], flags: netdirect::ndk::NdkOpFlags) -> NtStatus {
+        let sge = netdirect::Sge::new(data.as_ptr().cast_mut(), data.len() as u32, 0);
+        // SAFETY: INLINE copies `data` during the call.
+        unsafe {
+            self.qp
+                .send(ctx, &[sge], flags | netdirect::ndk::NdkOpFlags::INLINE)
+        }
+    }
+
+    /// Close everything (the QP first), then the adapter; no callback came for an inline
+    /// completion.
+    pub fn close(self) {
+        let (tx, rx) = mpsc::channel::<&'static str>();
+        let closer = |what: &'static str| {
+            let tx = tx.clone();
+            move || {
+                let _ = tx.send(what);
+            }
+        };
+        let mut pending = 0;
+        for s in [
+            self.qp.close(closer("qp")),
+            self.cq.close(closer("cq")),
+            self.mr.close(closer("mr")),
+            self.pd.close(closer("pd")),
+        ] {
+            if s == NtStatus::PENDING {
+                pending += 1;
+            } else {
+                assert_eq!(s, NtStatus::SUCCESS);
+            }
+        }
+        for _ in 0..pending {
+            rx.recv_timeout(BOUND)
+                .expect("a close completion never came");
+        }
+        self.a.close();
+        assert!(
+            rx.try_recv().is_err(),
+            "a close completed twice, or after SUCCESS"
+        );
+        self.calls.assert_quiet();
+    }
 }
