@@ -18,6 +18,8 @@ pub type DisconnectEvent = Box<dyn FnOnce() + Send>;
 struct State {
     /// Accept or CompleteConnect succeeded.
     established: bool,
+    /// Connect succeeded (the peer accepted; CompleteConnect or Reject is this side's move).
+    connected: bool,
     /// Reject was called (closing need not reject again).
     rejected: bool,
     /// This side called Disconnect: the connection's end is not the peer's doing.
@@ -119,7 +121,14 @@ impl NdkConnector {
     ) -> NtStatus {
         self.inner.core.depend_on(&qp.core);
         let ov = self.inner.c.connect(&qp.qp, dest, ird, ord, private_data);
-        callbacks::track(&self.inner.core, self.mode(), ov, |s| s, cb)
+        let me = self.clone();
+        let after = move |s: NtStatus| {
+            if s == NtStatus::SUCCESS {
+                me.lock().connected = true;
+            }
+            s
+        };
+        callbacks::track(&self.inner.core, self.mode(), ov, after, cb)
     }
 
     /// `NdkConnectWithSharedEndpoint`: [`NdkConnector::connect`] from the shared endpoint's
@@ -326,17 +335,20 @@ impl NdkConnector {
     }
 
     /// `NdkCloseConnector`: an incoming connector neither accepted nor rejected rejects its
-    /// request; an established connection is torn down; a pending Connect, Accept,
+    /// request (and an active one whose Connect succeeded, without CompleteConnect, rejects
+    /// the peer's Accept); an established connection is torn down; a pending Connect, Accept,
     /// CompleteConnect or Disconnect completes (`STATUS_CANCELLED` if it had not finished)
     /// before the close completion, and the disconnect event stops.
     pub fn close(&self, completion: impl FnOnce() + Send + 'static) -> NtStatus {
         let i = &self.inner;
         i.core.start_close();
-        let (established, rejected, disconnecting) = {
+        let (established, connected, rejected, disconnecting) = {
             let s = self.lock();
-            (s.established, s.rejected, s.disconnecting)
+            (s.established, s.connected, s.rejected, s.disconnecting)
         };
-        if i.incoming && !established && !rejected {
+        // A request not taken (incoming), or a peer's Accept not completed (active side
+        // after Connect): declined.
+        if (i.incoming || connected) && !established && !rejected {
             let _ = i.c.reject(&[]);
         } else if established && !disconnecting {
             self.lock().disconnecting = true;

@@ -139,6 +139,14 @@ impl Peer {
         }
     }
 
+    /// The child's next line.
+    pub fn next_line(&mut self) -> String {
+        let mut l = String::new();
+        let n = self.out.read_line(&mut l).unwrap();
+        assert!(n > 0, "{}: ended early", self.what);
+        l.trim().to_string()
+    }
+
     /// Send the child a line (it reads it with [`hear`]).
     pub fn tell(&mut self, line: &str) {
         writeln!(self.input, "{line}").unwrap();
@@ -295,9 +303,9 @@ impl Side {
         let a = cfg.open();
         let calls = Calls::default();
         let pd = a.create_pd().expect("pd");
-        let cq = a.create_cq(256, notify, None).expect("cq");
+        let cq = a.create_cq(1024, notify, None).expect("cq");
         let qp = pd
-            .create_qp(&cq, &cq, 0x51de, 64, 64, 1, 1, 64)
+            .create_qp(&cq, &cq, 0x51de, 256, 64, 1, 1, 64)
             .expect("qp");
         let buf = netdirect::Buffer::new(8192).expect("buffer");
         let mr = pd.create_mr(false).expect("mr");
@@ -325,7 +333,11 @@ impl Side {
     pub fn recv(&self, ctx: u64) {
         let sge = self.slot(ctx);
         // SAFETY: the buffer is only read after the Receive completed.
-        assert_eq!(unsafe { self.qp.receive(ctx, &[sge]) }, NtStatus::SUCCESS);
+        assert_eq!(
+            unsafe { self.qp.receive(ctx, &[sge]) },
+            NtStatus::SUCCESS,
+            "receive {ctx}"
+        );
     }
 
     /// The SGE of 64-byte slot `i`.
