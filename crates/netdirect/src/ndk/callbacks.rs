@@ -272,6 +272,12 @@ impl Core {
         lock(&self.life).outstanding += 1;
     }
 
+    /// A guard that calls [`Core::end`] when dropped: at the end of a callback task, even
+    /// one whose consumer callback panicked (the close must still come).
+    pub(crate) fn ending(self: &Arc<Self>) -> Ending {
+        Ending(self.clone())
+    }
+
     /// A request's or registration's callback has returned (or was skipped).
     pub(crate) fn end(self: &Arc<Self>) {
         let mut l = lock(&self.life);
@@ -343,6 +349,15 @@ impl Core {
     }
 }
 
+/// See [`Core::ending`].
+pub(crate) struct Ending(Arc<Core>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
 fn release(antecedents: Vec<Arc<Core>>) {
     for a in antecedents {
         a.successor_closed();
@@ -387,8 +402,8 @@ pub(crate) fn finish(
     core.begin_always();
     let c = core.clone();
     core.disp.post(Box::new(move || {
+        let _end = c.ending();
         cb(status);
-        c.end();
     }));
     NtStatus::PENDING
 }
@@ -420,11 +435,11 @@ pub(crate) fn track(
         &core.disp,
         &ov,
         Box::new(move || {
+            let _end = c.ending();
             let s = done.try_result().map_or(NtStatus::INTERNAL_ERROR, |r| {
                 r.map_or_else(NtStatus::from, |()| NtStatus::SUCCESS)
             });
             cb(after(s));
-            c.end();
         }),
     );
     NtStatus::PENDING

@@ -238,12 +238,12 @@ impl NdkConnector {
             &i.core.disp,
             &ov,
             Box::new(move || {
+                let _end = me.inner.core.ending();
                 let peer =
                     !matches!(done.try_result(), Some(Err(e)) if e.status() == Status::CANCELED);
                 if peer && !me.lock().disconnecting && !me.inner.core.is_closing() {
                     event();
                 }
-                me.inner.core.end();
             }),
         );
     }

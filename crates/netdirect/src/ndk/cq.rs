@@ -248,6 +248,7 @@ impl NdkCq {
                     &i.core.disp,
                     &ov,
                     Box::new(move || {
+                        let _end = me.core.ending();
                         let status = match done.try_result() {
                             Some(Ok(())) => Some(NtStatus::SUCCESS),
                             Some(Err(e)) if e.status() == Status::CANCELED => None,
@@ -257,7 +258,6 @@ impl NdkCq {
                             Some(Err(_)) | None => Some(NtStatus::INTERNAL_ERROR),
                         };
                         me.fired(id, epoch, status);
-                        me.core.end();
                     }),
                 );
             }
@@ -266,8 +266,8 @@ impl NdkCq {
                 if i.core.begin() {
                     let me = self.inner.clone();
                     i.core.disp.post(Box::new(move || {
+                        let _end = me.core.ending();
                         me.fired(id, epoch, Some(NtStatus::INTERNAL_ERROR));
-                        me.core.end();
                     }));
                 }
             }

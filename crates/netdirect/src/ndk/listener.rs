@@ -118,11 +118,11 @@ impl NdkListener {
             &i.core.disp,
             &ov,
             Box::new(move || {
+                let _end = me.inner.core.ending();
                 if let Some(Ok(())) = done.try_result() {
                     me.deliver(c);
                     me.arm();
                 }
-                me.inner.core.end();
             }),
         );
     }

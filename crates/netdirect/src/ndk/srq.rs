@@ -76,6 +76,7 @@ impl NdkSrq {
             &i.core.disp,
             &ov,
             Box::new(move || {
+                let _end = me.core.ending();
                 me.armed.store(false, Ordering::Release);
                 let status = match done.try_result() {
                     Some(Ok(())) => Some(NtStatus::SUCCESS),
@@ -87,7 +88,6 @@ impl NdkSrq {
                         f(s);
                     }
                 }
-                me.core.end();
             }),
         );
     }
