@@ -31,6 +31,10 @@ pub(crate) struct Args {
     /// answer is out. Both ends must agree.
     #[arg(long)]
     repost_first: bool,
+    /// The API that runs the measurement: `v2` (ND v2, the default) or `ndk`
+    /// (`netdirect::ndk`, the kernel NDKPI model). Both ends must agree.
+    #[arg(long, default_value = "v2", value_parser = ["v2", "ndk"])]
+    api: String,
 }
 
 /// 8 bytes, 100,000 round trips (ndpingpong's x_MaxIterations); a sweep moves at most
@@ -48,8 +52,18 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
-    args.peer
-        .serve(role, |role| run_as(args, role, &plan, &provider))
+    args.peer.serve(role, |role| {
+        if args.api == "ndk" {
+            return crate::ndk_pingpong::run_as(
+                &args.peer,
+                args.repost_first,
+                role,
+                &plan,
+                &provider,
+            );
+        }
+        run_as(args, role, &plan, &provider)
+    })
 }
 
 /// One run as `role`.
