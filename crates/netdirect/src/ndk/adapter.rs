@@ -198,9 +198,7 @@ impl NdkAdapter {
         local: SocketAddr,
         params: OpenParams,
     ) -> Result<Self, NtStatus> {
-        if params.version.major != NDK_VERSION.major || params.version.minor > NDK_VERSION.minor {
-            return Err(NtStatus::NDIS_BAD_VERSION);
-        }
+        negotiate(params.version)?;
         let v2 = provider.open_adapter_for(local)?;
         Self::from_adapter(v2, params.completion)
     }
@@ -343,6 +341,15 @@ impl NdkAdapter {
     pub fn close(self) {
         self.shared.disp.drain();
     }
+}
+
+/// NDIS's version negotiation: the version the adapter reports for a consumer's major and
+/// lowest acceptable minor, or `NDIS_STATUS_BAD_VERSION`.
+pub fn negotiate(requested: NdkVersion) -> Result<NdkVersion, NtStatus> {
+    if requested.major != NDK_VERSION.major || requested.minor > NDK_VERSION.minor {
+        return Err(NtStatus::NDIS_BAD_VERSION);
+    }
+    Ok(NDK_VERSION)
 }
 
 /// `NDK_CQ_NOTIFY_*` arm types, as v2's: merged by [`merge_arm`].

@@ -56,7 +56,7 @@ mod status;
 pub use crate::MrFlags as NdkMrFlags;
 pub use crate::NotifyType as NdkCqNotifyType;
 pub use adapter::{
-    NdkAdapter, NdkAdapterInfo, NdkRdmaTechnology, NdkVersion, OpenParams,
+    negotiate, NdkAdapter, NdkAdapterInfo, NdkRdmaTechnology, NdkVersion, OpenParams,
     NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED,
     NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED, NDK_VERSION,
 };
