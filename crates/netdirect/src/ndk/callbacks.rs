@@ -282,7 +282,7 @@ impl Core {
     pub(crate) fn end(self: &Arc<Self>) {
         let mut l = lock(&self.life);
         l.outstanding -= 1;
-        self.maybe_finish(l, false);
+        self.maybe_finish(l);
     }
 
     /// Start closing: event callbacks stop. The object's own close code cancels what is
@@ -323,11 +323,11 @@ impl Core {
     fn successor_closed(self: &Arc<Self>) {
         let mut l = lock(&self.life);
         l.successors -= 1;
-        self.maybe_finish(l, true);
+        self.maybe_finish(l);
     }
 
     /// Queue the close completion if the close waits and nothing holds it any more.
-    fn maybe_finish(self: &Arc<Self>, mut l: MutexGuard<'_, Life>, _from_successor: bool) {
+    fn maybe_finish(self: &Arc<Self>, mut l: MutexGuard<'_, Life>) {
         if !(l.outstanding == 0 && l.successors == 0 && !l.closed) {
             return;
         }

@@ -126,8 +126,8 @@ fn status(r: crate::Result<()>) -> NtStatus {
 /// A queue pair (`NDK_QP`). Cloning shares it.
 #[derive(Clone)]
 pub struct NdkQp {
-    #[allow(dead_code)]
-    shared: Arc<Shared>,
+    /// Keeps the adapter (and its callback thread) for as long as the QP lives.
+    _shared: Arc<Shared>,
     pub(crate) core: Arc<Core>,
     pub(crate) qp: QueuePair,
 }
@@ -140,7 +140,11 @@ impl fmt::Debug for NdkQp {
 
 impl NdkQp {
     pub(crate) fn new(shared: Arc<Shared>, core: Arc<Core>, qp: QueuePair) -> Self {
-        Self { shared, core, qp }
+        Self {
+            _shared: shared,
+            core,
+            qp,
+        }
     }
 
     /// The ND v2 queue pair underneath (for measurements side by side).
