@@ -12,6 +12,7 @@ mod common;
 mod info;
 mod mrlat;
 mod mrrate;
+mod ndk_pingpong;
 mod ping;
 mod pingpong;
 mod rawshm;

@@ -50,8 +50,18 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
-    args.peer
-        .serve(role, |role| run_as(args, role, &plan, &provider))
+    args.peer.serve(role, |role| {
+        if args.api.api == common::Api::Ndk {
+            return crate::ndk_pingpong::run_as(
+                &args.peer,
+                args.repost_first,
+                role,
+                &plan,
+                &provider,
+            );
+        }
+        run_as(args, role, &plan, &provider)
+    })
 }
 
 /// One run as `role`.

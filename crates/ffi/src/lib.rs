@@ -30,6 +30,7 @@ pub mod boundary;
 pub mod com;
 pub mod helpers;
 pub mod iid;
+pub mod ndk;
 pub mod objects;
 pub mod request;
 pub mod sockaddr;

@@ -104,6 +104,7 @@ mod adapter;
 mod connect;
 mod cq;
 mod memory;
+pub mod ndk;
 mod provider;
 mod qp;
 pub mod support;

@@ -42,8 +42,19 @@ fn with_loopback(mut listed: Vec<IpAddr>, v6: impl FnOnce() -> bool) -> Vec<Sock
 /// Whether `::1` can be bound here (IPv6 present and not turned off on loopback). Asked
 /// each time rather than cached: it is asked only when the interface list lacks `::1`, and
 /// the answer belongs to the caller's network namespace.
+///
+/// A probe that fails for want of descriptors or memory says nothing about IPv6: the address
+/// counts as served, so the caller's own socket fails next with the status that says what ran
+/// out (`ND_INSUFFICIENT_RESOURCES`), not `ND_INVALID_ADDRESS`.
 fn ipv6_loopback_works() -> bool {
-    std::net::UdpSocket::bind((Ipv6Addr::LOCALHOST, 0)).is_ok()
+    use rustix::io::Errno;
+    match std::net::UdpSocket::bind((Ipv6Addr::LOCALHOST, 0)) {
+        Ok(_) => true,
+        Err(e) => matches!(
+            Errno::from_io_error(&e),
+            Some(Errno::MFILE | Errno::NFILE | Errno::NOBUFS | Errno::NOMEM)
+        ),
+    }
 }
 
 /// The wildcard address of `ip`'s family (`0.0.0.0` or `::`).

@@ -1,0 +1,173 @@
+//! `NDK_LISTENER`: `NdkListen` (the seed's contract: SUCCESS or PENDING with one callback;
+//! INSUFFICIENT_RESOURCES, SHARING_VIOLATION, INVALID_ADDRESS inline or through the callback;
+//! TOO_MANY_ADDRESSES when port 0 finds no free port in 49152–65535), and the connect event,
+//! which hands each incoming request over in a provider-created connector.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::adapter::Shared;
+use super::callbacks::{self, CloseCompletion, Core, ObjectType, RequestCompletion};
+use super::{NdkConnector, NtStatus};
+use crate::{Listener, Status};
+
+/// A connect event callback (`NDK_FN_CONNECT_EVENT_CALLBACK`): the consumer owns the
+/// connector it receives, and must close it; closing it without accepting rejects.
+pub type ConnectEvent = Arc<dyn Fn(NdkConnector) + Send + Sync>;
+
+pub(crate) struct ListenerInner {
+    shared: Arc<Shared>,
+    core: Arc<Core>,
+    /// Taken by close: the port stops taking requests at once.
+    l: Mutex<Option<Listener>>,
+    event: ConnectEvent,
+    paused: AtomicBool,
+}
+
+/// A listener (`NDK_LISTENER`). Cloning shares it.
+#[derive(Clone)]
+pub struct NdkListener {
+    inner: Arc<ListenerInner>,
+}
+
+impl fmt::Debug for NdkListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NdkListener")
+            .field("core", &self.inner.core)
+            .finish()
+    }
+}
+
+impl NdkListener {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        core: Arc<Core>,
+        l: Listener,
+        event: ConnectEvent,
+    ) -> Self {
+        Self {
+            inner: Arc::new(ListenerInner {
+                shared,
+                core,
+                l: Mutex::new(Some(l)),
+                event,
+                paused: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    fn listener(&self) -> Option<Listener> {
+        self.inner
+            .l
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// `NdkListen` on `addr` (port 0: a free port of 49152–65535). Returns `STATUS_SUCCESS`,
+    /// or `STATUS_PENDING` and calls `completion` once with the status; the failures, inline
+    /// or through the callback alike: `STATUS_INSUFFICIENT_RESOURCES`,
+    /// `STATUS_SHARING_VIOLATION` (the address is in use), `STATUS_INVALID_ADDRESS` (not an
+    /// address of this adapter), `STATUS_TOO_MANY_ADDRESSES` (port 0 and no free port). From
+    /// then on each incoming request reaches the connect event callback.
+    pub fn listen(
+        &self,
+        addr: SocketAddr,
+        completion: impl FnOnce(NtStatus) + Send + 'static,
+    ) -> NtStatus {
+        let cb: RequestCompletion = Box::new(completion);
+        let status = match self.listener() {
+            None => NtStatus::INVALID_DEVICE_STATE,
+            Some(l) => match l.bind(addr).and_then(|()| l.listen(0)) {
+                Ok(()) => NtStatus::SUCCESS,
+                Err(e) => match e.status() {
+                    Status::ADDRESS_ALREADY_ASSOCIATED => NtStatus::INVALID_DEVICE_STATE,
+                    s => NtStatus::from_nd(s),
+                },
+            },
+        };
+        // The completion is queued before any connect event can be.
+        let r = callbacks::finish(&self.inner.core, self.inner.shared.mode, status, cb);
+        if status == NtStatus::SUCCESS {
+            self.arm();
+        }
+        r
+    }
+
+    /// Take the next incoming request.
+    fn arm(&self) {
+        let i = &self.inner;
+        let Some(l) = self.listener() else {
+            return;
+        };
+        let Ok(c) = i.shared.v2.create_connector() else {
+            return;
+        };
+        let Ok(ov) = l.get_connection_request(&c) else {
+            return;
+        };
+        if !i.core.begin() {
+            ov.cancel();
+            return;
+        }
+        let me = self.clone();
+        let done = ov.clone();
+        callbacks::on_completion(
+            &i.core.disp,
+            &ov,
+            Box::new(move || {
+                let _end = me.inner.core.ending();
+                if let Some(Ok(())) = done.try_result() {
+                    me.deliver(c);
+                    me.arm();
+                }
+            }),
+        );
+    }
+
+    /// Hand a request to the consumer, or refuse it (paused, or closing: as if nobody
+    /// listened).
+    fn deliver(&self, c: crate::Connector) {
+        let i = &self.inner;
+        if i.core.is_closing() || i.paused.load(Ordering::Acquire) {
+            let _ = c.reject(&[]);
+            return;
+        }
+        let core = Core::new(ObjectType::Connector, &i.core.disp, &[&i.core]);
+        (i.event)(NdkConnector::new(i.shared.clone(), core, c, true));
+    }
+
+    /// `NdkGetListenerLocalAddress`: the address, with the port port 0 chose.
+    pub fn get_local_address(&self) -> Result<SocketAddr, NtStatus> {
+        match self.listener() {
+            Some(l) => Ok(l.get_local_address()?),
+            None => Err(NtStatus::INVALID_DEVICE_STATE),
+        }
+    }
+
+    /// `NdkControlConnectEvents`: while paused, incoming requests are refused, as if nobody
+    /// listened; `false` resumes.
+    pub fn control_connect_events(&self, pause: bool) {
+        self.inner.paused.store(pause, Ordering::Release);
+    }
+
+    /// `NdkQueryExtensionInterface`: `STATUS_NOT_SUPPORTED`.
+    pub fn query_extension_interface(&self) -> NtStatus {
+        NtStatus::NOT_SUPPORTED
+    }
+
+    /// `NdkCloseListener`: stops taking requests at once (the port closes); `STATUS_PENDING`
+    /// until every connector handed over by its connect event has closed.
+    pub fn close(&self, completion: impl FnOnce() + Send + 'static) -> NtStatus {
+        let i = &self.inner;
+        i.core.start_close();
+        let l = i.l.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(l) = l {
+            let _ = l.cancel_overlapped_requests();
+        }
+        let cb: CloseCompletion = Box::new(completion);
+        i.core.finish_close(Box::new(|| {}), cb)
+    }
+}
