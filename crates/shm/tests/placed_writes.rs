@@ -416,6 +416,42 @@ fn no_write_is_placed_after_the_target_disconnects() {
     i.cmd("zero 72");
 }
 
+/// After the target terminates the connection (it refused a Write to a dead token), no Write
+/// is placed, though the initiator has not yet seen the Terminate when it posts: the refused
+/// Write completes ND_ACCESS_VIOLATION, the next ND_CANCELED, and its bytes never land.
+#[test]
+fn no_write_is_placed_after_the_target_terminates() {
+    let mut i = Initiator::new();
+    i.lease();
+    i.write(2, 2, 0, 64, OpFlags::INLINE);
+    i.completes(2, RequestType::Write, Status::SUCCESS, "placed Write");
+    // A token of no registration: through the ring, refused by the target.
+    let bad = i.e.buf.sge(0..8, i.e.token());
+    let addr = i.base + 128;
+    // SAFETY: INLINE: read within the call.
+    unsafe {
+        i.e.qp
+            .write(3, &[bad], addr, i.token ^ 0x0100_0000, OpFlags::INLINE)
+    }
+    .expect("post Write");
+    i.cmd("ended");
+    i.write(4, 4, 0, 72, OpFlags::INLINE);
+    i.completes(
+        3,
+        RequestType::Write,
+        Status::ACCESS_VIOLATION,
+        "the refused Write",
+    );
+    i.completes(
+        4,
+        RequestType::Write,
+        Status::CANCELED,
+        "the Write after the Terminate",
+    );
+    i.cmd("zero 72");
+    i.cmd("zero 128");
+}
+
 /// Into heap memory nothing is leased (both ends in this process, the target driven only
 /// when polled): the Write that asks is refused its lease, and the next one is not placed
 /// (it completes only once the target drives) and does not ask again.

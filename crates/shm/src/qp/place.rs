@@ -89,7 +89,9 @@ impl ShmQp {
         {
             return false;
         }
-        if !g.prod.taken(&link.tx()) {
+        // A peer known gone (end-of-file on its socket) gets nothing placed: the Write goes
+        // the ordinary way and is flushed with the connection.
+        if !g.prod.taken(&link.tx()) || link.peer_eof.load(std::sync::atomic::Ordering::Acquire) {
             return false;
         }
         let lease = &g.leases[k];
