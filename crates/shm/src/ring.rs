@@ -110,6 +110,10 @@ pub(crate) mod kind {
     /// `STATUS_DATA_ERROR` if it has not completed yet (docs/ND-RULES.md D5, as a tcp Send a
     /// Terminate names). `total` names the message as [`RNR`] does.
     pub(crate) const OVERRUN: u8 = 16;
+    /// The Send that follows invalidates the receiver's window whose token (host order) is
+    /// `total` (ND v1's SendAndInvalidate; RFC 5040 §5.3, Send with Invalidate): a window not
+    /// bound through the receiving queue pair ends the connection. No payload.
+    pub(crate) const INVAL: u8 = 17;
     /// The kinds whose bytes are in the data area (written by `Producer::push_data`, given
     /// back by `Consumer::skip`); the others carry theirs inline, in the cell.
     pub(crate) const fn in_data_area(kind: u8) -> bool {
@@ -468,6 +472,7 @@ impl Consumer {
             // An ACK's length (0, or a lease's) is checked where it is taken: this function
             // is on every poll's path.
             kind::RTR | kind::ACK | kind::TERM | kind::RNR | kind::OVERRUN => true,
+            kind::INVAL => r.len == 0,
             kind::RTS => r.len.is_multiple_of(16) && r.len as usize <= RTS_MAX_SGES * 16,
             kind::WRITE => (Desc::LEN..=INLINE_MAX).contains(&(r.len as usize)),
             kind::WPULL => {

@@ -400,6 +400,50 @@ impl ShmQp {
     }
 }
 
+impl ShmQp {
+    /// ND v1's `SendAndInvalidate`: an INVAL record naming the peer's window, then the Send.
+    /// The record goes into the ring within the call, so only when nothing queued waits to go
+    /// in before it (else `ND_NO_MORE_ENTRIES`, v1's "the queue is full": retry once the
+    /// earlier requests completed); the Send's own checks come first, so a Send that would be
+    /// refused invalidates nothing.
+    ///
+    /// # Safety
+    /// As [`traits::QueuePair::send`](netdirect_spi::traits::QueuePair::send).
+    unsafe fn send_invalidating(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        {
+            let mut g = self.lock();
+            self.check_initiator_post(&g, sge, flags)?;
+            if g.conn == Conn::Established {
+                let Some(link) = self.link.get() else {
+                    return fail(Status::CONNECTION_INVALID);
+                };
+                let tx = link.tx();
+                let clear = g.sq.len() == g.in_ring && g.answers.is_empty();
+                match g.prod.has_room(&tx, 0) {
+                    Ok(true) if clear => {
+                        g.prod
+                            .push_header(&tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
+                    }
+                    Ok(_) => return fail(Status::NO_MORE_ENTRIES),
+                    Err(Violation) => {
+                        self.close(&mut g, Status::CONNECTION_REFUSED);
+                        return fail(Status::CONNECTION_INVALID);
+                    }
+                }
+            }
+            // Not established: the Send below is flushed or refused as any Send.
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.post_send(context, sge, flags) }
+    }
+}
+
 impl Posts for ShmQp {
     fn flush(&self) -> Result<()> {
         let mut g = self.lock();
@@ -442,6 +486,17 @@ impl Posts for ShmQp {
                 unsafe { self.post_rdma(context, sge, flags, Op::Write(d)) }
             }
         }
+    }
+
+    unsafe fn post_send_and_invalidate(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract. The token travels in host order, as a Desc's does.
+        unsafe { self.send_invalidating(context, sge, u32::from_be(remote_token), flags) }
     }
 
     /// `Receive`.

@@ -4,6 +4,9 @@
 
 use std::sync::atomic::Ordering;
 
+use netdirect_spi::kit::mr::Kind;
+use netdirect_spi::kit::mw;
+
 use netdirect_spi::{NdResult, Status};
 
 use super::{
@@ -271,6 +274,26 @@ impl ShmQp {
                         });
                     } else {
                         return self.violation(g);
+                    }
+                    g.cons.advance();
+                    consumed = true;
+                    continue;
+                }
+                kind::INVAL => {
+                    // ND v1's SendAndInvalidate (RFC 5040 §5.3): only a window bound through
+                    // this queue pair may be invalidated by the peer (§8.1.1 item 7, as tcp).
+                    if g.rx_msg.is_some() {
+                        return self.violation(g);
+                    }
+                    match self.shared.mrs.lookup(r.total) {
+                        Some(w)
+                            if w.kind == Kind::Window
+                                && w.bound_qp.load(Ordering::Acquire) == self.id =>
+                        {
+                            mw::unbind(&self.shared.mrs, &w);
+                            g.windows.forget(&w);
+                        }
+                        _ => return self.refuse(g, link),
                     }
                     g.cons.advance();
                     consumed = true;
