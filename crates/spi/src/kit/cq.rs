@@ -270,6 +270,14 @@ impl CqCore {
         }
         let (n, drive) = self.take(out, true);
         if n > 0 || !drive {
+            if n > 0 {
+                // A thread taking completions is driving as much as one finding none: a
+                // progress engine that took it for idle would lead, and read the sockets this
+                // thread is about to read (a hand-off per message).
+                if let Some(a) = &self.activity {
+                    a.touch();
+                }
+            }
             return n;
         }
         let n = self.drive_collecting(out, || self.progress());
@@ -330,7 +338,8 @@ impl CqCore {
     ///
     /// * every [`ACTIVITY_POLLS`]th one marks the application as driving, so that a progress
     ///   engine stays away (`kit::progress`; a thread that polls finds its queue empty often
-    ///   when it waits for a message, and a queue that is never empty does not need the mark);
+    ///   when it waits for a message; a poll that takes completions marks it too,
+    ///   `get_results`);
     /// * every [`IDLE_POLLS`]th one drives the whole adapter, not only the queue pairs attached
     ///   to this queue: a thread that polls one queue while a queue pair of another one, which
     ///   nobody polls, must progress for its request to complete (one thread with both ends of
