@@ -52,6 +52,9 @@ class Parsers(unittest.TestCase):
         self.assertAlmostEqual(compare.parse_ucx(UCX, "am_lat"), 0.258)
         self.assertAlmostEqual(compare.parse_ucx(UCX_BW, "put_bw"), 14400.0 * 1.048576)
 
+    def test_ucx_message_rate_in_millions(self):
+        self.assertAlmostEqual(compare.parse_ucx(UCX_BW, "am_bw", rate=True), 0.014286)
+
     def test_garbage_is_a_failure_not_a_number(self):
         for parse in (lambda o: compare.parse_qperf(o, "tcp_lat"), compare.parse_sockperf,
                       lambda o: compare.parse_fi(o, "lat"), lambda o: compare.parse_ucx(o, "am_lat")):

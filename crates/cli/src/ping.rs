@@ -112,7 +112,7 @@ fn post_recv(ep: &Endpoint, off: usize, len: usize) -> Result<(), String> {
     let sge = ep.sge(off..off + len);
     // SAFETY: the payload of these Receives is never read (only their lengths are), so many
     // Receives may share the same bytes.
-    unsafe { ep.qp.receive(RECV_CTX, &[sge]) }.map_err(common::err("receive"))
+    unsafe { ep.receive(RECV_CTX, &[sge]) }.map_err(common::err("receive"))
 }
 
 /// A Send of `len` bytes at `off` (`len` 0: no SGE).
@@ -120,7 +120,7 @@ fn send(ep: &Endpoint, ctx: u64, off: usize, len: usize, flags: OpFlags) -> Resu
     let sge = [ep.sge(off..off + len)];
     let sge: &[Sge] = if len == 0 { &[] } else { &sge };
     // SAFETY: the bytes sent are never written while Sends are outstanding.
-    unsafe { ep.qp.send(ctx, sge, flags) }.map_err(common::err("send"))
+    unsafe { ep.send(ctx, sge, flags) }.map_err(common::err("send"))
 }
 
 /// The server: repost every Receive at once, return DEPTH / 2 credits every DEPTH / 2

@@ -27,14 +27,12 @@ pub(crate) struct Args {
     peer: PeerArgs,
     #[command(flatten)]
     sizes: SizeArgs,
+    #[command(flatten)]
+    api: common::ApiArg,
     /// Repost each Receive before answering it, as ndpingpong does, instead of after the
     /// answer is out. Both ends must agree.
     #[arg(long)]
     repost_first: bool,
-    /// The API that runs the measurement: `v2` (ND v2, the default) or `ndk`
-    /// (`netdirect::ndk`, the kernel NDKPI model). Both ends must agree.
-    #[arg(long, default_value = "v2", value_parser = ["v2", "ndk"])]
-    api: String,
 }
 
 /// 8 bytes, 100,000 round trips (ndpingpong's x_MaxIterations); a sweep moves at most
@@ -53,7 +51,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         return Ok(());
     };
     args.peer.serve(role, |role| {
-        if args.api == "ndk" {
+        if args.api.api == common::Api::Ndk {
             return crate::ndk_pingpong::run_as(
                 &args.peer,
                 args.repost_first,
@@ -78,6 +76,7 @@ fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(
         inline: 256,
         blocking: args.peer.blocking,
         settings: common::settings("pingpong", &args.peer, plan, &[("repost", repost.into())]),
+        api: args.api.api,
         ..EndpointConfig::default()
     };
     let post_all = |ep: &Endpoint| {
@@ -208,7 +207,7 @@ impl Slots {
         // SAFETY: each receive slot is used by exactly one posted Receive at a time (a slot
         // is reposted only after its Receive completed); its bytes are never read (the
         // payload is not checked, only its length).
-        unsafe { ep.qp.receive(i as u64, std::slice::from_ref(&self.0[i])) }
+        unsafe { ep.receive(i as u64, std::slice::from_ref(&self.0[i])) }
             .map_err(common::err("receive"))
     }
 }
@@ -216,5 +215,5 @@ impl Slots {
 #[inline]
 fn send(ep: &Endpoint, sge: &[Sge], flags: OpFlags) -> Result<(), String> {
     // SAFETY: the send area is never written, and each Send completes before the next.
-    unsafe { ep.qp.send(SEND_CTX, sge, flags) }.map_err(common::err("send"))
+    unsafe { ep.send(SEND_CTX, sge, flags) }.map_err(common::err("send"))
 }

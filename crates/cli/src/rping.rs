@@ -40,6 +40,8 @@ pub(crate) struct Args {
     peer: PeerArgs,
     #[command(flatten)]
     sizes: SizeArgs,
+    #[command(flatten)]
+    api: common::ApiArg,
     /// RDMA Write (default) or Read; both ends must agree (the server grants the rights).
     #[arg(long, value_enum, default_value_t = Op::Write)]
     op: Op,
@@ -96,6 +98,7 @@ fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(
         max_message: plan.max_size(),
         blocking: args.peer.blocking,
         settings: common::settings("rping", &args.peer, plan, &[("op", args.op.name().into())]),
+        api: args.api.api,
         ..EndpointConfig::default()
     };
     match role {
@@ -168,7 +171,7 @@ fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(
             }
             // Tell the server we are done (a zero-byte Send) and wait for it to leave.
             // SAFETY: a zero-byte Send names no memory.
-            unsafe { ep.qp.send(DONE, &[], OpFlags::empty()) }.map_err(common::err("send"))?;
+            unsafe { ep.send(DONE, &[], OpFlags::empty()) }.map_err(common::err("send"))?;
             if ep.next()?.request_context != DONE {
                 return Err("unexpected completion after the run".into());
             }
@@ -210,8 +213,8 @@ fn pipeline(
             // requests use it (ndrping reads and writes the same buffer concurrently too).
             let res = unsafe {
                 match t.op {
-                    Op::Write => ep.qp.write(OP_CTX, sge, t.remote, t.token, flags),
-                    Op::Read => ep.qp.read(OP_CTX, sge, t.remote, t.token, OpFlags::empty()),
+                    Op::Write => ep.write(OP_CTX, sge, t.remote, t.token, flags),
+                    Op::Read => ep.read(OP_CTX, sge, t.remote, t.token, OpFlags::empty()),
                 }
             };
             res.map_err(common::err("post"))?;
@@ -220,7 +223,7 @@ fn pipeline(
         }
         // One completion (spinning or asleep), then whatever else is already there.
         let first = ep.next()?;
-        let k = ep.cq.get_results(&mut more);
+        let k = ep.poll(&mut more);
         for &c in std::iter::once(&first).chain(&more[..k]) {
             let c = check(c)?;
             if c.request_context != OP_CTX {
@@ -242,17 +245,17 @@ fn pipeline(
 fn post_info_recv(ep: &Endpoint, slot: usize, ctx: u64) -> Result<(), String> {
     let sge = ep.sge(slot..slot + INFO_LEN);
     // SAFETY: the slot is read only after this Receive completes.
-    unsafe { ep.qp.receive(ctx, &[sge]) }.map_err(common::err("receive"))
+    unsafe { ep.receive(ctx, &[sge]) }.map_err(common::err("receive"))
 }
 
 /// The server's buffer info, as ndrping's PeerInfo: remote token, then the address.
 fn send_info(ep: &Endpoint) -> Result<(), String> {
     let mut info = [0u8; INFO_LEN];
-    info[..4].copy_from_slice(&ep.mr.get_remote_token().to_ne_bytes());
+    info[..4].copy_from_slice(&ep.remote_token()?.to_ne_bytes());
     info[8..].copy_from_slice(&(ep.buf.as_ptr() as u64).to_le_bytes());
     let sge = Sge::new(info.as_ptr() as *mut u8, INFO_LEN as u32, 0);
     // SAFETY: INLINE: `info` is read during the call only.
-    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))?;
+    unsafe { ep.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))?;
     if ep.next()?.request_context != INFO_SEND {
         return Err("unexpected completion before the run".into());
     }

@@ -7,7 +7,8 @@
 //! A peer's Write makes no completion on this side, so there is no CQ notification to sleep
 //! on while waiting for it: `--blocking` sleeps on the adapter's descriptor (the Linux form
 //! of CreateOverlappedFile, readable when the adapter's I/O needs driving) and waits for its
-//! own Write completions on the CQ as `nd pingpong --blocking` does.
+//! own Write completions on the CQ as `nd pingpong --blocking` does. That sleeper is the one
+//! driving its adapter, so `--blocking` runs it in manual mode (no progress engine).
 //!
 //! JSON: the [`Row`] latency keys, `op` = `write`.
 
@@ -25,6 +26,8 @@ pub(crate) struct Args {
     peer: PeerArgs,
     #[command(flatten)]
     sizes: SizeArgs,
+    #[command(flatten)]
+    api: common::ApiArg,
 }
 
 /// 8 bytes (at least 1: the last byte signals arrival), 100,000 round trips.
@@ -68,13 +71,15 @@ fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(
         depth: 8,
         inline: 256,
         blocking: args.peer.blocking,
+        sleeps_on_fd: args.peer.blocking,
         settings: common::settings("rpingpong", &args.peer, plan, &[]),
+        api: args.api.api,
         ..EndpointConfig::default()
     };
     let post_info_recv = |ep: &Endpoint| -> Result<(), String> {
         let sge = ep.sge(data..data + INFO_LEN);
         // SAFETY: the info slot is read only after this Receive completes.
-        unsafe { ep.qp.receive(INFO_RECV, &[sge]) }.map_err(common::err("receive"))
+        unsafe { ep.receive(INFO_RECV, &[sge]) }.map_err(common::err("receive"))
     };
     let (ep, client) = match role {
         Role::Server(addr) => (
@@ -175,11 +180,8 @@ impl Writer<'_> {
         unsafe { ep.buf.as_ptr().add(self.size - 1).write_volatile(val) };
         let sge = std::slice::from_ref(&self.sge);
         // SAFETY: the buffer is registered and left alone until the Write completes.
-        unsafe {
-            ep.qp
-                .write(WRITE_CTX, sge, self.peer.addr, self.peer.token, self.flags)
-        }
-        .map_err(common::err("write"))?;
+        unsafe { ep.write(WRITE_CTX, sge, self.peer.addr, self.peer.token, self.flags) }
+            .map_err(common::err("write"))?;
         *self.writing = true;
         Ok(())
     }
@@ -226,11 +228,11 @@ fn byte(ep: &Endpoint, i: usize) -> u8 {
 
 fn send_info(ep: &Endpoint) -> Result<(), String> {
     let mut info = [0u8; INFO_LEN];
-    info[..4].copy_from_slice(&ep.mr.get_remote_token().to_ne_bytes());
+    info[..4].copy_from_slice(&ep.remote_token()?.to_ne_bytes());
     info[8..].copy_from_slice(&(ep.buf.as_ptr() as u64).to_le_bytes());
     let sge = Sge::new(info.as_ptr() as *mut u8, INFO_LEN as u32, 0);
     // SAFETY: INLINE: `info` is read during the call only.
-    unsafe { ep.qp.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))
+    unsafe { ep.send(INFO_SEND, &[sge], OpFlags::INLINE) }.map_err(common::err("send"))
 }
 
 /// Trade buffer info: the client sends first (iWARP: the active side speaks first), the server

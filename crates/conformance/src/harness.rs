@@ -107,6 +107,20 @@ pub fn label(provider: &str, family: Family, what: &str) -> String {
     )
 }
 
+/// Open this process's adapters without a progress engine (`ND_PROGRESS=manual`, unless the
+/// environment chose): the in-process tests drive both ends from their own thread and check
+/// states a second driver would race (a full initiator queue, a response still in progress,
+/// a message waiting for a Receive). The engine's side of every scenario is the multi-process
+/// suite's [`Drive::Engine`].
+fn manual_progress() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os(netdirect::spi::kit::progress::VAR).is_none() {
+            std::env::set_var(netdirect::spi::kit::progress::VAR, "manual");
+        }
+    });
+}
+
 /// Run `f` once for every provider that meets `needs` (the others are reported as not run)
 /// and each loopback family, each run on its own thread under [`with_deadline`] with the
 /// provider opened afresh. Every run is reported as passed or failed; after the last one this
@@ -120,6 +134,7 @@ pub fn each_provider(
     f: impl Fn(&netdirect::Provider, Family) -> Check + Copy + Send + 'static,
 ) -> usize {
     use crate::check::Context;
+    manual_progress();
     let mut failures = Vec::new();
     let mut ran = 0;
     for p in crate::providers_for(needs) {

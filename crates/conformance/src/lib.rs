@@ -28,7 +28,7 @@ pub mod scenarios;
 pub mod side;
 
 pub use check::{Check, Failure};
-pub use scenarios::{find, Flow, Scenario, SCENARIOS};
+pub use scenarios::{find, Flow, Scenario, SCENARIOS, V1_SCENARIOS};
 pub use side::{Ctx, Side, SideConfig};
 
 /// The providers the conformance suite runs against. Every test iterates this list and sets

@@ -95,6 +95,7 @@ scenarios! {
     cancel_get_connection_request => "cancel-get-connection-request",
     peer_disconnect => "peer-disconnect",
     peer_killed => "peer-killed",
+    refused_then_exit => "refused-then-exit",
     send_receive => "send-receive",
     overrun => "overrun",
     overrun_large => "overrun-large",

@@ -1,9 +1,9 @@
 //! The `ndsupport.h` helpers (docs/ND-RULES.md §3), under their own names.
 //!
 //! Provider discovery is the `netdirect` crate's: the built-in `tcp` and `shm`, selected and
-//! ordered by `ND_PROVIDER`. There is no ND v1 provider yet, so the v1 address list is empty
-//! and `NdOpenV1Adapter` finds no adapter (`ND_INVALID_ADDRESS`, which lets a program that
-//! tries v1 first fall back to v2 quietly, as MS-MPI does).
+//! ordered by `ND_PROVIDER`. Each serves ND v1 (`netdirect::v1`) as well as v2, on the same
+//! addresses: `NdOpenV1Adapter` (and `NdOpenAdapter` with `IID_INDAdapter`) opens a v1
+//! adapter wherever a v2 one would open.
 
 use std::ffi::c_void;
 use std::net::SocketAddr;
@@ -18,6 +18,8 @@ use crate::iid::{IID_IND2Adapter, IID_INDAdapter, IID_IUnknown};
 use crate::objects::adapter;
 use crate::sockaddr::{self, AF_INET, AF_INET6, V4_LEN, V6_LEN};
 
+/// `ND_QUERY_EXCLUDE_NDv1_ADDRESSES`.
+const EXCLUDE_V1: u32 = 0x2;
 /// `ND_QUERY_EXCLUDE_NDv2_ADDRESSES`.
 const EXCLUDE_V2: u32 = 0x4;
 
@@ -54,8 +56,10 @@ pub extern "C" fn NdCleanup() -> HRESULT {
 #[no_mangle]
 pub extern "C" fn NdFlushProviders() {}
 
-/// `NdQueryAddressList`: every address a v2 provider serves (none with
-/// `ND_QUERY_EXCLUDE_NDv2_ADDRESSES`; there are no v1 addresses). With no address, `*pcb = 0`
+/// `NdQueryAddressList`: every address a provider serves. The built-in providers serve v1
+/// and v2 on the same addresses, so each is listed once unless both
+/// `ND_QUERY_EXCLUDE_NDv1_ADDRESSES` and `ND_QUERY_EXCLUDE_NDv2_ADDRESSES` are given (then
+/// none is). With no address, `*pcb = 0`
 /// and `ND_SUCCESS`; a short or null buffer, `ND_BUFFER_OVERFLOW` with the size; on success
 /// `*pcb` is left as it was, as Microsoft's helper library does (docs/ND-RULES.md D22).
 #[no_mangle]
@@ -71,7 +75,7 @@ pub unsafe extern "C" fn NdQueryAddressList(
         if pcb.is_null() {
             return Status::invalid_parameter(3).0;
         }
-        let addrs = if flags & EXCLUDE_V2 != 0 {
+        let addrs = if flags & EXCLUDE_V1 != 0 && flags & EXCLUDE_V2 != 0 {
             Vec::new()
         } else {
             match nd::support::query_address_list() {
@@ -163,7 +167,7 @@ pub unsafe extern "C" fn NdCheckAddress(addr: *const u8, len: usize) -> HRESULT 
 }
 
 /// `NdOpenAdapter(iid, addr, len, pp)`: the first provider that serves the address opens its
-/// adapter. `IID_INDAdapter` asks for a v1 adapter: none exists (`ND_INVALID_ADDRESS`).
+/// adapter. `IID_INDAdapter` asks for a v1 adapter (as `NdOpenV1Adapter`).
 #[no_mangle]
 pub unsafe extern "C" fn NdOpenAdapter(
     iid: *const GUID,
@@ -190,7 +194,8 @@ pub unsafe extern "C" fn NdOpenAdapter(
         };
         // SAFETY: `iid` checked non-null; 16 readable bytes (caller).
         if unsafe { crate::iid::is_one_of(iid, &[&IID_INDAdapter]) } {
-            return Status::INVALID_ADDRESS.0;
+            // SAFETY: `pp` checked.
+            return unsafe { open_v1(a, pp) };
         }
         // SAFETY: as above.
         if !unsafe { crate::iid::is_one_of(iid, &[&IID_IND2Adapter, &IID_IUnknown]) } {
@@ -207,7 +212,31 @@ pub unsafe extern "C" fn NdOpenAdapter(
     })
 }
 
-/// `NdOpenV1Adapter`: no ND v1 provider exists yet, so no address has a v1 adapter.
+/// The v1 adapter of the first provider (in `ND_PROVIDER`'s order) that serves `a`, into
+/// `*pp`; `ND_INVALID_ADDRESS` when none does.
+///
+/// # Safety
+/// `pp` is writable.
+unsafe fn open_v1(a: SocketAddr, pp: *mut *mut c_void) -> HRESULT {
+    let providers = match nd::Provider::catalog() {
+        Ok(p) => p,
+        Err(e) => return e.status().0,
+    };
+    let mut last = Status::INVALID_ADDRESS;
+    for p in providers {
+        match crate::objects::v1::adapter::open(&nd::v1::Provider::from_v2(p), a) {
+            Ok(ad) => {
+                // SAFETY: the caller's contract.
+                unsafe { put(pp, ad) };
+                return Status::SUCCESS.0;
+            }
+            Err(e) => last = e.status(),
+        }
+    }
+    last.0
+}
+
+/// `NdOpenV1Adapter`: `NdOpenAdapter(IID_INDAdapter, ...)`.
 #[no_mangle]
 pub unsafe extern "C" fn NdOpenV1Adapter(
     addr: *const u8,
@@ -222,7 +251,8 @@ pub unsafe extern "C" fn NdOpenV1Adapter(
         unsafe { put(pp, std::ptr::null_mut()) };
         // SAFETY: the caller's sockaddr.
         match unsafe { checked(addr, len, 1) } {
-            Ok(_) => Status::INVALID_ADDRESS.0,
+            // SAFETY: `pp` checked.
+            Ok(a) => unsafe { open_v1(a, pp) },
             Err(hr) => hr,
         }
     })

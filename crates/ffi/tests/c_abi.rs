@@ -133,6 +133,30 @@ fn ndrpingpong_runs_from_c() {
     });
 }
 
+/// examples/c/ndv1pingpong.c: Send/Receive ping-pong through the ND v1 interfaces from C
+/// (`NdOpenV1Adapter`, `INDAdapter::Listen`, connector-made endpoints, `ND_RESULT` pointers),
+/// polling and blocking (the CQ's Notify reaped from a completion port associated with the
+/// adapter's one file handle).
+#[test]
+fn ndv1pingpong_runs_from_c() {
+    let exe = build("ndv1pingpong", Lang::C, &["examples/c/ndv1pingpong.c"], &[]);
+    each(|provider, ip| {
+        let out = pair(&exe, &[], &["-i", "200"], provider, ip);
+        assert!(out.contains("End of test"), "{provider} {ip}:\n{out}");
+        let out = pair(
+            &exe,
+            &["-b"],
+            &["-b", "-i", "100", "-z", "1000"],
+            provider,
+            ip,
+        );
+        assert!(
+            out.contains("End of test"),
+            "{provider} {ip} blocking:\n{out}"
+        );
+    });
+}
+
 /// examples/c/ndrping.cpp: RDMA Write and Read throughput with the data verified.
 #[test]
 fn ndrping_writes_and_reads_verified_data() {

@@ -108,6 +108,7 @@ pub mod ndk;
 mod provider;
 mod qp;
 pub mod support;
+pub mod v1;
 
 pub use adapter::{Adapter, QueuePairConfig};
 pub use connect::{ConnectConfig, Connector, Listener};

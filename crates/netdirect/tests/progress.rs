@@ -258,6 +258,11 @@ fn child_role(test: &str) -> bool {
             std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
         ),
         "notified" => notified_receiver(&provider),
+        "counter" => burst_receiver(&provider),
+        "burster" => burst_sender(
+            &provider,
+            std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
+        ),
         "sender" => late_sender(
             &provider,
             std::env::var("ND_TEST_AT").unwrap().parse().unwrap(),
@@ -463,6 +468,99 @@ fn a_tcp_notify_hook_fires_with_no_thread_driving() {
 #[test]
 fn an_shm_notify_hook_fires_with_no_thread_driving() {
     hooked_notify("shm", "an_shm_notify_hook_fires_with_no_thread_driving");
+}
+
+/// Messages of the burst: more than one `sendmsg` batch of `tcp`.
+const BURST: u64 = 100;
+
+/// Receives `BURST` 8-byte messages and checks that each carries its sequence number, in order.
+fn burst_receiver(provider: &str) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(2 * BURST as u32, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, BURST as u32, 4, 1, 1, 0)?;
+    let buf = netdirect::Buffer::new(8 * BURST as usize)?;
+    let mr = a.create_memory_region()?;
+    mr.register_buffer(&buf, MrFlags::ALLOW_LOCAL_WRITE)?
+        .wait()?;
+    for i in 0..BURST {
+        let at = 8 * i as usize;
+        // SAFETY: the buffer is read only after every Receive completed.
+        unsafe { qp.receive(i, &[buf.sge(at..at + 8, mr.get_local_token())])? };
+    }
+    let l = a.create_listener()?;
+    l.bind("127.0.0.1:0".parse().unwrap())?;
+    l.listen(0)?;
+    println!("listening {}", l.get_local_address()?);
+    std::io::stdout().flush().unwrap();
+    let c = a.create_connector()?;
+    l.get_connection_request(&c)?.wait()?;
+    c.accept(&qp, 0, 0, b"")?.wait()?;
+    for i in 0..BURST {
+        let r = next(&cq);
+        assert_eq!((r.request_context, r.bytes_transferred), (i, 8), "{r:?}");
+    }
+    // SAFETY: every Receive has completed.
+    let got = unsafe { std::slice::from_raw_parts(buf.as_ptr(), 8 * BURST as usize) };
+    for (i, m) in got.chunks(8).enumerate() {
+        assert_eq!(m, (i as u64).to_le_bytes(), "message {i}");
+    }
+    println!("received");
+    std::io::stdout().flush().unwrap();
+    c.disconnect()?.wait()?;
+    mr.deregister()?.wait()
+}
+
+/// Posts `BURST` INLINE Sends back to back without taking a completion (so `tcp` queues most
+/// of them for one write at the next drive), then makes no netdirect call until the parent
+/// closes its standard input.
+fn burst_sender(provider: &str, at: SocketAddr) -> Result<()> {
+    let a = adapter(provider, ProgressMode::Thread)?;
+    let cq = a.create_completion_queue(2 * BURST as u32, 0, 0)?;
+    let qp = a.create_queue_pair(&cq, &cq, 0, 4, BURST as u32, 1, 1, 0)?;
+    let c = a.create_connector()?;
+    c.bind("127.0.0.1:0".parse().unwrap())?;
+    c.connect(&qp, at, 0, 0, b"")?.wait()?;
+    c.complete_connect()?.wait()?;
+    for i in 0..BURST {
+        let mut msg = i.to_le_bytes();
+        // SAFETY: INLINE: the bytes are copied during the call.
+        unsafe { qp.send(i, &[Sge::new(msg.as_mut_ptr(), 8, 0)], OpFlags::INLINE)? };
+    }
+    println!("posted");
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    for i in 0..BURST {
+        assert_eq!(next(&cq).request_context, i);
+    }
+    Ok(())
+}
+
+/// A run of Sends posted with no completion taken, and then no call at all: every message
+/// arrives, in order, while the sender makes no call (its engine writes what its posts left
+/// queued for one `sendmsg`).
+fn burst_then_silence(provider: &str, test: &str) {
+    if child_role(test) {
+        return;
+    }
+    let (mut r, mut r_out) = spawn(test, "counter", provider, &[]);
+    let at = line_with(&mut r_out, "listening ");
+    let (mut s, mut s_out) = spawn(test, "burster", provider, &[("ND_TEST_AT", at)]);
+    line_with(&mut s_out, "posted");
+    line_with(&mut r_out, "received");
+    drop(s.stdin.take());
+    assert!(r.wait().unwrap().success(), "the receiver failed");
+    assert!(s.wait().unwrap().success(), "the sender failed");
+}
+
+#[test]
+fn a_tcp_burst_arrives_while_its_sender_makes_no_call() {
+    burst_then_silence("tcp", "a_tcp_burst_arrives_while_its_sender_makes_no_call");
+}
+
+#[test]
+fn an_shm_burst_arrives_while_its_sender_makes_no_call() {
+    burst_then_silence("shm", "an_shm_burst_arrives_while_its_sender_makes_no_call");
 }
 
 /// CPU time this process has used (user + system), from /proc/self/stat.

@@ -86,9 +86,12 @@
 //! wake-up is lost, and a busy-polling peer never pays for one. There is no helper thread.
 //!
 //! **Peer death.** A killed process's descriptors are closed by the kernel: the survivor's
-//! socket reads end-of-file. A sleeping survivor wakes on it at once; a busy-polling one checks
-//! the socket every 4096 idle polls (one `recvmsg`), never on the hot path. Either way it drains
-//! the records the peer had published and flushes the rest with `ND_CANCELED`.
+//! socket reads end-of-file. A sleeping survivor (or the progress engine, asleep on the same
+//! epoll set) wakes on it at once; a polling one checks the socket every 4096 idle polls or
+//! every 10 ms of them, whichever comes first (one `recvmsg`; the time from the coarse clock,
+//! no system call, read every second idle poll), so the death is seen within 10 ms plus two
+//! polling periods at any polling rate. Either way it drains the records the peer had
+//! published and flushes the rest with `ND_CANCELED`.
 //!
 //! **Trust.** See "Trust model of the shm provider" in `docs/ARCHITECTURE.md`: a same-host peer
 //! can garble or withhold its own messages and end the connection, but cannot make us read or

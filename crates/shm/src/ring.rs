@@ -440,10 +440,10 @@ impl Consumer {
             kind::MSG => r.len as usize <= INLINE_MAX,
             kind::CHUNK => u64::from(r.len) <= m.data_len(),
             kind::RTR | kind::ACK | kind::TERM | kind::RNR | kind::OVERRUN => true,
-            kind::RTS => r.len % 16 == 0 && r.len as usize <= RTS_MAX_SGES * 16,
+            kind::RTS => r.len.is_multiple_of(16) && r.len as usize <= RTS_MAX_SGES * 16,
             kind::WRITE => (Desc::LEN..=INLINE_MAX).contains(&(r.len as usize)),
             kind::WPULL => {
-                r.len % 16 == 0
+                r.len.is_multiple_of(16)
                     && (2 * Desc::LEN..=(RTS_MAX_SGES + 1) * 16).contains(&(r.len as usize))
             }
             kind::READ => r.len as usize == Desc::LEN,

@@ -214,6 +214,22 @@ pub trait QueuePair: Send + Sync + Debug {
     /// # Safety
     /// The memory the SGEs name must not be accessed until the Receive completes.
     unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()>;
+    /// ND v1's `SendAndInvalidate`: a Send that also invalidates the peer's window named by
+    /// `remote_token` (RFC 5040 §5.3, Send with Invalidate), once the peer has placed the
+    /// message. v2 has no such post; a provider without it says `ND_NOT_SUPPORTED`.
+    ///
+    /// # Safety
+    /// As [`QueuePair::send`].
+    unsafe fn send_and_invalidate(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let _ = (context, sge, remote_token, flags);
+        Err(crate::Error::new(crate::Status::NOT_SUPPORTED))
+    }
     /// `Bind` a window over `len` bytes at `buffer` inside `region`.
     fn bind(
         &self,

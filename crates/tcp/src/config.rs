@@ -43,11 +43,19 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "how long a Send that finds no Receive posted (on its queue pair or its shared receive queue) waits for one, with the stream held (TCP back-pressure), before the receiver ends the connection and the Send fails ND_IO_TIMEOUT (R-QP-7); counted while the receiving application drives the adapter",
     },
     Variable {
+        name: "ND_TCP_TIMEOUT_MS",
+        default: "10000",
+        meaning: "how long a connection whose peer or path stopped answering lives on (like an RNIC's retry limit; at most 30000): unacknowledged data gives up after it (TCP_USER_TIMEOUT), an idle connection is probed (keepalive) and gives up after it too; then the oldest outstanding request completes ND_IO_TIMEOUT, the rest ND_CANCELED, and NotifyDisconnect completes; 0: the kernel's own limits (minutes)",
+    },
+    Variable {
         name: "ND_TCP_WAKE_SIGNAL",
         default: "SIGRTMAX-1",
         meaning: "the real-time signal that ends a blocking wait asleep in recv(2): a waiter with one connection to hear and nothing else sleeps in the read itself, one system call fewer than poll(2) then recv; taken only if it has no handler (an application's own use wins), and only by threads that do not block it; 0: off, waiters sleep in poll(2)",
     },
 ];
+
+/// The largest `ND_TCP_TIMEOUT_MS`: an application learns of a dead path within 30 s at most.
+const MAX_TIMEOUT_MS: u64 = 30_000;
 
 /// The parsed configuration.
 #[derive(Debug, Clone)]
@@ -60,6 +68,9 @@ pub(crate) struct Config {
     pub(crate) write_probe: bool,
     /// How long an inbound Send waits for a Receive (`ND_TCP_RNR_TIMEOUT_MS`).
     pub(crate) rnr_timeout: Duration,
+    /// How long a dead path or peer goes unnoticed at most (`ND_TCP_TIMEOUT_MS`; zero: the
+    /// kernel's limits).
+    pub(crate) timeout: Duration,
 }
 
 impl Config {
@@ -74,6 +85,9 @@ impl Config {
             request_timeout: Duration::from_millis(var("ND_TCP_REQUEST_TIMEOUT_MS", 5_000)),
             write_probe: var::<u8>("ND_TCP_WRITE_PROBE", 1) != 0,
             rnr_timeout: Duration::from_millis(var("ND_TCP_RNR_TIMEOUT_MS", 3_000)),
+            timeout: Duration::from_millis(
+                var::<u64>("ND_TCP_TIMEOUT_MS", 10_000).min(MAX_TIMEOUT_MS),
+            ),
         }
     }
 }

@@ -150,6 +150,12 @@ fn drive(this: &TcpConnector) {
             }
             break None;
         }
+        if *sent == 0 {
+            // Connected: from now on a dead path or peer ends the attempt (and later the
+            // connection) within ND_TCP_TIMEOUT_MS, even while the Reply is awaited without
+            // a limit of our own. Best effort: without it the kernel's limits apply.
+            let _ = sockets::watch_path(s, this.adapter().config.timeout);
+        }
         if *sent < request.len() {
             match rustix::net::send(s, &request[*sent..], rustix::net::SendFlags::NOSIGNAL) {
                 Ok(n) => {

@@ -59,6 +59,10 @@ pub fn run(input: &[u8]) {
     };
     let p = crate::TcpProvider::new();
     let a = p.open_adapter(crate::ADAPTER_ID).expect("adapter");
+    // No progress engine: both sides are driven by this thread, step by step (a second
+    // driver would race the states the tests set up), and no thread may outlive a fuzz run.
+    a.set_progress_mode(netdirect_spi::kit::progress::ProgressMode::Manual)
+        .expect("manual progress");
     let cq = a.create_completion_queue(64, 0, 0).expect("cq");
     let qp = a
         .create_queue_pair(QueuePairConfig::single_cq(cq.clone(), 4))

@@ -124,7 +124,7 @@ impl ListenerProvider for Tcp {
             drop(g);
             match accepted {
                 Ok((sock, _)) => {
-                    if sockets::prepare_accepted(&sock).is_err() {
+                    if sockets::prepare_accepted(&sock, this.adapter().config.timeout).is_err() {
                         continue;
                     }
                     let hs = Arc::new(Handshake {

@@ -2,6 +2,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use netdirect_spi::kit::ports::{self, PortError};
 use netdirect_spi::Status;
@@ -27,10 +28,52 @@ pub(crate) fn stream_for(family_of: &SocketAddr) -> io::Result<Socket> {
     Ok(s)
 }
 
-/// Configure a socket that `accept` returned.
-pub(crate) fn prepare_accepted(s: &Socket) -> io::Result<()> {
+/// Configure a socket that `accept` returned; `timeout` is `ND_TCP_TIMEOUT_MS`
+/// ([`watch_path`]).
+pub(crate) fn prepare_accepted(s: &Socket, timeout: Duration) -> io::Result<()> {
     s.set_nonblocking(true)?;
-    s.set_tcp_nodelay(true)
+    s.set_tcp_nodelay(true)?;
+    watch_path(s, timeout)
+}
+
+/// Bound how long a connected socket outlives its peer or its path (`ND_TCP_TIMEOUT_MS`), as
+/// an RNIC's retry limit does: the kernel ends the connection with `ETIMEDOUT` once
+///
+/// * data it sent stays unacknowledged for `timeout` (`TCP_USER_TIMEOUT`, tcp(7); the
+///   kernel applies it to zero-window probing too, so a peer that takes nothing for that
+///   long ends the connection as well), or
+/// * an idle connection hears nothing for `timeout`: keepalive probes start after half of
+///   it and repeat every tenth (whole seconds, at least one: the options' unit); with
+///   `TCP_USER_TIMEOUT` set, the kernel gives up at the first probe due once `timeout` has
+///   passed since the last segment arrived, so detection takes at most `timeout` plus an
+///   interval. A live peer answers the probes, whatever its application does.
+///
+/// Zero leaves the kernel's limits (minutes). The error reaches the queue pair as any other
+/// (`TcpQp::lost_connection`), which reports it as `ND_IO_TIMEOUT` (docs/WIRE.md §4.5).
+pub(crate) fn watch_path(s: &Socket, timeout: Duration) -> io::Result<()> {
+    if timeout.is_zero() {
+        return Ok(());
+    }
+    s.set_tcp_user_timeout(Some(timeout))?;
+    let (idle, interval, retries) = keepalive_for(timeout);
+    s.set_tcp_keepalive(
+        &socket2::TcpKeepalive::new()
+            .with_time(idle)
+            .with_interval(interval)
+            .with_retries(retries),
+    )
+}
+
+/// Keepalive timers that end an idle connection within `timeout` plus one interval (see
+/// [`watch_path`]): the first probe after half of it, then one every tenth, in whole seconds
+/// (at least 1 s); the probe count covers the rest of `timeout` (the kernel counts it only
+/// when `TCP_USER_TIMEOUT` is off).
+fn keepalive_for(timeout: Duration) -> (Duration, Duration, u32) {
+    let secs = |d: Duration| Duration::from_secs(d.as_secs().max(1));
+    let idle = secs(timeout / 2);
+    let interval = secs(timeout / 10);
+    let rest = timeout.saturating_sub(idle).as_secs_f64() / interval.as_secs_f64();
+    (idle, interval, (rest.ceil() as u32).clamp(1, 127))
 }
 
 /// Bind `s` to `addr`; port 0 takes a free port in 49152–65535, starting at a random one.
@@ -79,6 +122,23 @@ pub(crate) fn connect_status(e: &io::Error) -> Status {
     }
 }
 
+/// The status that reports a connection lost with socket error `e`, when it names a dead
+/// path: `ND_IO_TIMEOUT` for `ETIMEDOUT` (`ND_TCP_TIMEOUT_MS` ran out: unacknowledged data,
+/// unanswered keepalive probes) and for the unreachable network or host an ICMP error left
+/// as the reason. `None` for the peer's own end (`ECONNRESET`, `EPIPE`): flushed as after its
+/// Disconnect (docs/WIRE.md §4.5).
+pub(crate) fn failure_status(e: rustix::io::Errno) -> Option<Status> {
+    use rustix::io::Errno;
+    match e {
+        Errno::TIMEDOUT
+        | Errno::HOSTUNREACH
+        | Errno::NETUNREACH
+        | Errno::HOSTDOWN
+        | Errno::NETDOWN => Some(Status::IO_TIMEOUT),
+        _ => None,
+    }
+}
+
 /// Close a connection that failed to set up with a reset (`SO_LINGER` 0) instead of a FIN.
 ///
 /// A graceful close by the end that closes first leaves that end in TCP's TIME_WAIT for a
@@ -89,7 +149,7 @@ pub(crate) fn connect_status(e: &io::Error) -> Status {
 /// peer sees the refusal it would see anyway (`peer_gone`).
 pub(crate) fn close_abortively(s: Socket) {
     // If the option cannot be set the socket closes gracefully, as before.
-    let _ = s.set_linger(Some(std::time::Duration::ZERO));
+    let _ = s.set_linger(Some(Duration::ZERO));
     drop(s);
 }
 
@@ -142,4 +202,32 @@ pub(crate) fn write_all(s: &Socket, mut bytes: &[u8]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle connection is given up within the timeout plus one interval: the first probe
+    /// after half of it, one per tenth after that (whole seconds).
+    #[test]
+    fn keepalive_fits_the_timeout() {
+        let s = Duration::from_secs;
+        assert_eq!(keepalive_for(s(10)), (s(5), s(1), 5));
+        assert_eq!(keepalive_for(s(30)), (s(15), s(3), 5));
+        assert_eq!(keepalive_for(Duration::from_millis(2000)), (s(1), s(1), 1));
+        assert_eq!(keepalive_for(Duration::from_millis(300)), (s(1), s(1), 1));
+    }
+
+    /// A dead path is ND_IO_TIMEOUT; the peer's own end (reset, broken pipe) is a flush.
+    #[test]
+    fn dead_paths_are_timeouts_and_resets_are_not() {
+        use rustix::io::Errno;
+        for e in [Errno::TIMEDOUT, Errno::HOSTUNREACH, Errno::NETUNREACH] {
+            assert_eq!(failure_status(e), Some(Status::IO_TIMEOUT), "{e:?}");
+        }
+        for e in [Errno::CONNRESET, Errno::PIPE, Errno::NOTCONN] {
+            assert_eq!(failure_status(e), None, "{e:?}");
+        }
+    }
 }

@@ -89,7 +89,7 @@ fn boundary_sizes(provider: &Provider, fam: Family, batch: usize) -> Check {
             let n = b * batch + slot;
             let seed = 0x4096_0000 + n as u64;
             let send = ranges(0, slot, &split(len, n + 2, 0));
-            let spare = if n % 3 == 0 { 17 } else { 0 };
+            let spare = if n.is_multiple_of(3) { 17 } else { 0 };
             let recv = ranges(RECV_BASE, slot, &split(len, n, spare));
             // SAFETY: nothing is posted on these ranges: the previous batch completed.
             unsafe {

@@ -31,7 +31,7 @@ fn deframe_chunked(crc_on: bool, stream: &[u8], chunks: &[usize], directs: &[u16
                 "deframer does not progress"
             );
             let rem = d.payload_remaining();
-            if rem > 0 && direct % 3 != 0 {
+            if rem > 0 && !direct.is_multiple_of(3) {
                 // The driver reads part of the payload straight into place.
                 let k = rem.min(chunk.len()).min(usize::from(direct).max(1));
                 d.payload_direct(&chunk[..k]);

@@ -14,15 +14,21 @@ use netdirect::{
 
 use super::process::resolve_local;
 use super::settings::check_settings;
+use super::v1::{Api, V1};
 
 /// One end of a connection with one CQ, one QP and one registered buffer.
 pub(crate) struct Endpoint {
     pub(crate) adapter: Adapter,
     pub(crate) cq: CompletionQueue,
-    pub(crate) qp: QueuePair,
+    /// Posts go through [`Endpoint::send`] and its siblings, which take the v1 path under
+    /// `--api v1`.
+    qp: QueuePair,
     pub(crate) connector: Connector,
-    pub(crate) mr: MemoryRegion,
+    /// The registration (v2; under `--api v1` the v1 adapter holds it, by handle).
+    mr: Option<MemoryRegion>,
     pub(crate) buf: netdirect::Buffer,
+    /// `--api v1`: the v1 objects every post and completion goes through.
+    v1: Option<V1>,
     /// `mr`'s local token, read once: SGEs are made on the tools' data paths.
     token: u32,
     blocking: bool,
@@ -72,8 +78,14 @@ pub(crate) struct EndpointConfig {
     pub(crate) read_limits: (u32, u32),
     /// Sleep on CQ notifications instead of spinning in [`Endpoint::next`].
     pub(crate) blocking: bool,
+    /// The run sleeps on the adapter's descriptor for events that make no completion
+    /// ([`Endpoint::idle`]): the adapter runs in manual mode, since a progress engine would
+    /// take those events and place a peer's Write unseen, leaving the sleeper asleep.
+    pub(crate) sleeps_on_fd: bool,
     /// The [`settings`](super::settings()) both ends must agree on.
     pub(crate) settings: String,
+    /// ND v2 or v1 (`--api`).
+    pub(crate) api: Api,
 }
 
 pub(crate) fn err(what: &str) -> impl Fn(netdirect::Error) -> String + '_ {
@@ -132,9 +144,17 @@ fn unsuccessful(r: &NdResult) -> String {
 
 impl Endpoint {
     fn open(provider: &Provider, local: IpAddr, cfg: &EndpointConfig) -> Result<Self, String> {
+        if cfg.api == Api::Ndk {
+            return Err("--api ndk: only nd pingpong runs through NDK".into());
+        }
         let adapter = provider
             .open_adapter_for(SocketAddr::new(local, 0))
             .map_err(err("open adapter"))?;
+        if cfg.sleeps_on_fd {
+            adapter
+                .set_progress_mode(netdirect::ProgressMode::Manual)
+                .map_err(err("set_progress_mode"))?;
+        }
         let info = adapter.query();
         check_limits(cfg, &info)?;
         let depth = cfg
@@ -146,10 +166,36 @@ impl Endpoint {
             .create_completion_queue(depth * 2, 0, 0)
             .map_err(err("create CQ"))?;
         let inline = cfg.inline.min(info.max_inline_data_size);
+        let buf = netdirect::Buffer::new(cfg.buf_len).map_err(err("buffer"))?;
+        if cfg.api == Api::V1 {
+            // The same provider and adapter address, opened and used the v1 way; the v2
+            // handles below are its objects' own (for Notify, the descriptor, the header).
+            drop((cq, adapter));
+            let v = V1::open(provider, local, depth, cfg.read_limits, &buf)?;
+            // SAFETY: the v2 queue pair and CQ are kept for what is not a post or a poll
+            // (Notify, the header); every post and poll of `--api v1` goes through `v1`
+            // (the `qp` field is private, used only when `v1` is `None`).
+            let (cq, qp) = unsafe { (v.cq.as_v2().clone(), v.ep.as_v2().clone()) };
+            return Ok(Self {
+                adapter: v.adapter.as_v2().clone(),
+                cq,
+                qp,
+                connector: v.connector.as_v2().clone(),
+                mr: None,
+                buf,
+                v1: Some(v),
+                token: 0,
+                blocking: cfg.blocking,
+                passive: false,
+                depth,
+                inline: info.max_inline_data_size,
+                armed: Cell::new(None),
+                ended: None,
+            });
+        }
         let qp = adapter
             .create_queue_pair(&cq, &cq, 0, depth, depth, 1, 1, inline)
             .map_err(err("create QP"))?;
-        let buf = netdirect::Buffer::new(cfg.buf_len).map_err(err("buffer"))?;
         let mr = adapter.create_memory_region().map_err(err("create MR"))?;
         mr.register_buffer(
             &buf,
@@ -167,8 +213,9 @@ impl Endpoint {
             cq,
             qp,
             connector,
-            mr,
+            mr: Some(mr),
             buf,
+            v1: None,
             token,
             blocking: cfg.blocking,
             passive: false,
@@ -191,38 +238,61 @@ impl Endpoint {
     ) -> Result<Self, String> {
         let mut ep = Self::open(provider, addr.ip(), cfg)?;
         ep.passive = true;
-        let listener = ep
-            .adapter
-            .create_listener()
-            .map_err(err("create listener"))?;
-        listener.bind(addr).map_err(err("bind"))?;
-        listener.listen(1).map_err(err("listen"))?;
-        let a = listener.get_local_address().map_err(err("local address"))?;
+        // v2: CreateListener, Bind, Listen; v1: INDAdapter::Listen, in one call.
+        let (listener, v1_listen, a) = match &ep.v1 {
+            None => {
+                let listener = ep
+                    .adapter
+                    .create_listener()
+                    .map_err(err("create listener"))?;
+                listener.bind(addr).map_err(err("bind"))?;
+                listener.listen(1).map_err(err("listen"))?;
+                let a = listener.get_local_address().map_err(err("local address"))?;
+                (Some(listener), None, a)
+            }
+            Some(v) => {
+                let (l, a) = v.listen(addr)?;
+                (None, Some(l), a)
+            }
+        };
         *LISTENED_ON.lock().unwrap_or_else(|e| e.into_inner()) = Some(a);
         if announce {
             println!("LISTENING {a}");
             let _ = std::io::stdout().flush();
         }
-        listener
-            .get_connection_request(&ep.connector)
+        let request = match (&listener, &v1_listen, &ep.v1) {
+            (Some(l), _, _) => l.get_connection_request(&ep.connector),
+            (None, Some(l), Some(v)) => l.get_connection_request(&v.connector),
+            _ => unreachable!("one listener or the other"),
+        };
+        request
             .map_err(err("get connection request"))?
             .wait()
             .map_err(err("get connection request"))?;
         REQUEST_SEEN.store(true, Ordering::Relaxed);
-        let theirs = ep.connector.private_data().map_err(err("private data"))?;
+        let theirs = match &ep.v1 {
+            None => ep.connector.private_data().map_err(err("private data"))?,
+            Some(v) => v.private_data(),
+        };
         let theirs = String::from_utf8_lossy(&theirs);
         let ours = with_provider(&cfg.settings, provider);
         if let Err(e) = check_settings(&ours, &theirs, "client") {
-            let _ = ep.connector.reject(ours.as_bytes());
+            let _ = match &ep.v1 {
+                None => ep.connector.reject(ours.as_bytes()),
+                Some(v) => v.connector.reject(ours.as_bytes()),
+            };
             return Err(e);
         }
         pre_accept(&ep)?;
         let (inbound, outbound) = cfg.read_limits;
-        ep.connector
-            .accept(&ep.qp, inbound, outbound, &[])
-            .map_err(err("accept"))?
-            .wait()
-            .map_err(err("accept"))?;
+        match &ep.v1 {
+            // v1: the endpoint's read limits, fixed when it was made.
+            Some(v) => v.connector.accept(&v.ep, &[]),
+            None => ep.connector.accept(&ep.qp, inbound, outbound, &[]),
+        }
+        .map_err(err("accept"))?
+        .wait()
+        .map_err(err("accept"))?;
         ep.watch_disconnect()?;
         if announce {
             // For whoever started us (the tests): the run has begun. A reader that has gone
@@ -249,20 +319,29 @@ impl Endpoint {
         let local = resolve_local(dest)?;
         let mut ep = Self::open(provider, local, cfg)?;
         pre_connect(&ep)?;
-        ep.connector
-            .bind(SocketAddr::new(local, 0))
-            .map_err(err("bind"))?;
         let (inbound, outbound) = cfg.read_limits;
         let ours = with_provider(&cfg.settings, provider);
-        let r = ep
-            .connector
-            .connect(&ep.qp, dest, inbound, outbound, ours.as_bytes())
-            .and_then(|ov| ov.wait());
+        let r = match &ep.v1 {
+            // v1: Connect binds the adapter's address itself (LocalPort 0) and offers the
+            // endpoint's read limits.
+            Some(v) => super::v1::connect(v, dest, ours.as_bytes()),
+            None => ep
+                .connector
+                .bind(SocketAddr::new(local, 0))
+                .and_then(|()| {
+                    ep.connector
+                        .connect(&ep.qp, dest, inbound, outbound, ours.as_bytes())
+                })
+                .and_then(|ov| ov.wait()),
+        };
         if let Err(e) = r {
             if e.status() != Status::CONNECTION_REFUSED {
                 return Err(failed("connect", e));
             }
-            let theirs = ep.connector.private_data().unwrap_or_default();
+            let theirs = match &ep.v1 {
+                Some(v) => v.private_data(),
+                None => ep.connector.private_data().unwrap_or_default(),
+            };
             if !theirs.is_empty() {
                 // Rejected for a settings mismatch: the server sent its settings back.
                 check_settings(&ours, &String::from_utf8_lossy(&theirs), "server")?;
@@ -352,7 +431,105 @@ impl Endpoint {
     #[inline]
     pub(crate) fn try_next(&self) -> Option<NdResult> {
         let mut r = [NdResult::EMPTY; 1];
-        (self.cq.get_results(&mut r) == 1).then_some(r[0])
+        (self.poll(&mut r) == 1).then_some(r[0])
+    }
+
+    /// `GetResults` into `out` (v1: the `ND_RESULT`s handed back, as v2 results).
+    #[inline]
+    pub(crate) fn poll(&self, out: &mut [NdResult]) -> usize {
+        match &self.v1 {
+            None => self.cq.get_results(out),
+            Some(v) => v.get_results(out),
+        }
+    }
+
+    /// Post a Send.
+    ///
+    /// # Safety
+    /// As `IND2QueuePair::Send`.
+    #[inline]
+    pub(crate) unsafe fn send(
+        &self,
+        ctx: u64,
+        sge: &[Sge],
+        flags: OpFlags,
+    ) -> netdirect::Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            match &self.v1 {
+                None => self.qp.send(ctx, sge, flags),
+                Some(v) => v.send(ctx, sge, flags),
+            }
+        }
+    }
+
+    /// Post a Receive.
+    ///
+    /// # Safety
+    /// As `IND2QueuePair::Receive`.
+    #[inline]
+    pub(crate) unsafe fn receive(&self, ctx: u64, sge: &[Sge]) -> netdirect::Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            match &self.v1 {
+                None => self.qp.receive(ctx, sge),
+                Some(v) => v.receive(ctx, sge),
+            }
+        }
+    }
+
+    /// Post an RDMA Write.
+    ///
+    /// # Safety
+    /// As `IND2QueuePair::Write`.
+    #[inline]
+    pub(crate) unsafe fn write(
+        &self,
+        ctx: u64,
+        sge: &[Sge],
+        remote: u64,
+        token: u32,
+        flags: OpFlags,
+    ) -> netdirect::Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            match &self.v1 {
+                None => self.qp.write(ctx, sge, remote, token, flags),
+                Some(v) => v.rdma(true, ctx, sge, remote, token, flags),
+            }
+        }
+    }
+
+    /// Post an RDMA Read.
+    ///
+    /// # Safety
+    /// As `IND2QueuePair::Read`.
+    #[inline]
+    pub(crate) unsafe fn read(
+        &self,
+        ctx: u64,
+        sge: &[Sge],
+        remote: u64,
+        token: u32,
+        flags: OpFlags,
+    ) -> netdirect::Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            match &self.v1 {
+                None => self.qp.read(ctx, sge, remote, token, flags),
+                Some(v) => v.rdma(false, ctx, sge, remote, token, flags),
+            }
+        }
+    }
+
+    /// The token the peer Writes and Reads the buffer with (v2: the region's remote token;
+    /// v1: a window bound over the buffer, v1's only way to expose memory).
+    pub(crate) fn remote_token(&self) -> Result<u32, String> {
+        match (&self.v1, &self.mr) {
+            (Some(v), _) => v.remote_token(&self.buf),
+            (None, Some(mr)) => Ok(mr.get_remote_token()),
+            (None, None) => Err("no registration".into()),
+        }
     }
 
     /// The next completion, which must have succeeded. Polling mode spins on `GetResults`,
@@ -373,7 +550,10 @@ impl Endpoint {
     pub(crate) fn next(&self) -> Result<NdResult, String> {
         if !self.blocking {
             let mut r = [NdResult::EMPTY; 1];
-            while self.cq.get_results(&mut r) == 0 {}
+            match &self.v1 {
+                None => while self.cq.get_results(&mut r) == 0 {},
+                Some(v) => while v.get_results(&mut r) == 0 {},
+            }
             return check(r[0]);
         }
         self.next_blocking()

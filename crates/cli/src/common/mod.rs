@@ -8,6 +8,7 @@ mod endpoint;
 mod process;
 mod report;
 mod settings;
+mod v1;
 
 #[cfg(test)]
 pub(crate) use args::parse_endpoint;
@@ -15,3 +16,4 @@ pub(crate) use args::{listed_providers, Defaults, LocalArgs, PeerArgs, Plan, Rol
 pub(crate) use endpoint::{check, err, finish, Endpoint, EndpointConfig};
 pub(crate) use report::{Col, Laps, Report, Row, BW_COLS, LAT_COLS};
 pub(crate) use settings::{exchange_tcp_settings, settings};
+pub(crate) use v1::{Api, ApiArg};

@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
 use netdirect::Provider;
-use netdirect_conformance::{find, Ctx, SCENARIOS};
+use netdirect_conformance::{find, Ctx, SCENARIOS, V1_SCENARIOS};
 
 fn usage() -> ExitCode {
     eprintln!("usage: nd-peer <scenario> <server|client> <addr>   (nd-peer list: the scenarios)");
@@ -29,7 +29,7 @@ fn parse_addr(s: &str) -> Option<SocketAddr> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("list") {
-        for s in SCENARIOS {
+        for s in SCENARIOS.iter().chain(V1_SCENARIOS) {
             println!("{:32} {}", s.name, s.summary);
         }
         return ExitCode::SUCCESS;

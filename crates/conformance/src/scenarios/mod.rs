@@ -5,6 +5,12 @@ mod data;
 mod rdma;
 mod srq;
 mod teardown;
+mod v1;
+mod v1_connection;
+mod v1_data;
+mod v1_interop;
+
+pub use v1::V1_SCENARIOS;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -142,6 +148,15 @@ pub const SCENARIOS: &[Scenario] = &[
         client: teardown::peer_killed_client,
     },
     Scenario {
+        name: "refused-then-exit",
+        summary: "an 8 MiB RDMA Write into a read-only region; the target refuses it and its \
+                  process exits at once: the Write completes ND_ACCESS_VIOLATION (D6), the \
+                  Terminate not lost to the reset the Write's unread rest causes",
+        flow: Flow::Normal,
+        server: teardown::refused_then_exit_server,
+        client: teardown::refused_then_exit_client,
+    },
+    Scenario {
         name: "send-receive",
         summary: "Sends with 1 and 5 SGEs, zero-byte Sends, three 1 MiB Sends, both ways; \
                   every byte, bytes_transferred and every completion's contexts and type",
@@ -256,7 +271,10 @@ pub const SCENARIOS: &[Scenario] = &[
 
 /// The scenario called `name`.
 pub fn find(name: &str) -> Option<&'static Scenario> {
-    SCENARIOS.iter().find(|s| s.name == name)
+    SCENARIOS
+        .iter()
+        .chain(V1_SCENARIOS)
+        .find(|s| s.name == name)
 }
 
 /// The server's queue pair context.

@@ -1,9 +1,9 @@
 //! Connections that end badly: the peer disconnects, the peer is killed, a Send overruns
-//! its Receive (R-QP-6, R-QP-8, D4, D5).
+//! its Receive, a target refuses a Write and exits at once (R-QP-6, R-QP-8, D4, D5, D6).
 
 use std::time::Duration;
 
-use netdirect::{NotifyType, OpFlags, Status};
+use netdirect::{MrFlags, NotifyType, OpFlags, RequestType, Status};
 
 use super::{await_request, client_side, server_side};
 use crate::check::{
@@ -250,4 +250,77 @@ pub(super) fn overrun_large_client(ctx: &Ctx) -> Check {
     let r = next_results(&side.rcq, 1, "the Receive outstanding at termination")?;
     Expect::recv(Status::CANCELED, 0x0701, side.qp_context, None)
         .check(&r[0], "the Receive outstanding at termination")
+}
+
+// ---------------------------------------------------------------------------------------------
+// refused-then-exit
+
+/// The refused Write: more than the socket buffers or a ring hold, so it is still being sent
+/// when the target refuses it and exits.
+const REFUSED_LEN: usize = 8 << 20;
+const REFUSED: u64 = 0x0801;
+
+/// The target: a region the client may only Read, announced in the Accept's private data;
+/// the process exits the moment the connection ends (no release, no linger: the kernel
+/// closes its sockets with the rest of the Write unread).
+pub(super) fn refused_then_exit_server(ctx: &Ctx) -> Check {
+    let side = server_side(
+        ctx,
+        SideConfig {
+            buf_len: REFUSED_LEN,
+            ..SideConfig::default()
+        },
+    )?;
+    let ro = side.register_again(MrFlags::ALLOW_REMOTE_READ)?;
+    let area = super::rdma::Area {
+        token: ro.get_remote_token(),
+        addr: side.addr(0),
+        len: REFUSED_LEN as u64,
+    };
+    let (_listener, _) = await_request(ctx, &side)?;
+    let aov = side
+        .connector
+        .accept(&side.qp, 0, 0, &area.encode())
+        .ctx("Accept")?;
+    wait_ok(&aov, "Accept")?;
+    // Completes at once if the Write already ended the connection.
+    let nd = side.connector.notify_disconnect().ctx("NotifyDisconnect")?;
+    wait_ok(&nd, "NotifyDisconnect after the refused Write")?;
+    std::process::exit(0)
+}
+
+/// The initiator: an 8 MiB Write into the read-only region completes ND_ACCESS_VIOLATION
+/// (D6), though the target's process is gone by the time the Write's rest meets its closed
+/// socket (docs/WIRE.md §4.5).
+pub(super) fn refused_then_exit_client(ctx: &Ctx) -> Check {
+    let side = client_side(
+        ctx,
+        SideConfig {
+            buf_len: REFUSED_LEN,
+            ..SideConfig::default()
+        },
+    )?;
+    connect(ctx, &side)?;
+    let pd = side.connector.private_data().ctx("private data")?;
+    ensure!(pd.len() >= super::rdma::AREA_LEN, "no area in the Accept");
+    let area = super::rdma::Area::decode(&pd);
+    side.rdma_write(
+        REFUSED,
+        &[0..REFUSED_LEN],
+        area.addr,
+        area.token,
+        OpFlags::empty(),
+    )
+    .ctx("Write 8 MiB into a read-only region")?;
+    let r = next_results(&side.scq, 1, "the refused Write")?;
+    expect_results(
+        &r,
+        &[Expect::initiator(
+            RequestType::Write,
+            Status::ACCESS_VIOLATION,
+            REFUSED,
+            side.qp_context,
+        )],
+        "an 8 MiB Write into a read-only region whose target exited at once (D6)",
+    )
 }

@@ -1,4 +1,4 @@
-//! The ND v2 objects: one module per interface, each a [`crate::com::Interface`] with its
+//! The ND v2 objects (and, in [`v1`], the v1 ones): one module per interface, each a [`crate::com::Interface`] with its
 //! vtable in `ndspi.h`'s slot order (docs/ND-RULES.md §2.1).
 
 pub mod adapter;
@@ -9,6 +9,7 @@ pub mod memory;
 pub mod provider;
 pub mod qp;
 pub mod srq;
+pub mod v1;
 
 use std::ffi::c_void;
 

@@ -112,7 +112,8 @@ unsafe extern "C" fn open_adapter(
 
 /// `DllGetClassObject(clsid, IID_IND2Provider, pp)`: the provider `ND_PROVIDER` selects (the
 /// default when unset), whatever `clsid` says (the built-in providers have no registered
-/// class IDs). Other IIDs: `E_NOINTERFACE`.
+/// class IDs); with `IID_INDProvider`, the same provider's ND v1 face. Other IIDs:
+/// `E_NOINTERFACE`.
 #[no_mangle]
 pub unsafe extern "C" fn DllGetClassObject(
     clsid: *const GUID,
@@ -121,6 +122,23 @@ pub unsafe extern "C" fn DllGetClassObject(
 ) -> HRESULT {
     let _ = clsid;
     hresult(|| {
+        // SAFETY: the caller's IID (null is handled by `check_create` below).
+        if unsafe { is_one_of(iid, &[&IID_INDProvider]) } && !pp.is_null() {
+            // An ND v1 consumer: the same provider, v1's interface.
+            return match nd::Provider::from_env() {
+                // SAFETY: `pp` checked non-null.
+                Ok(provider) => unsafe {
+                    put(
+                        pp,
+                        Com::into_raw(super::v1::adapter::V1ProviderObj {
+                            provider: nd::v1::Provider::from_v2(provider),
+                        }),
+                    );
+                    Status::SUCCESS.0
+                },
+                Err(e) => e.status().0,
+            };
+        }
         // SAFETY: the caller's IID and out-pointer.
         if let Err(hr) = unsafe { super::check_create::<ProviderObj>(iid, pp, 3) } {
             return hr;

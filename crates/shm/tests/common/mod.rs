@@ -40,6 +40,12 @@ impl End {
         let adapter = provider()
             .open_adapter_for("127.0.0.1:0".parse().unwrap())
             .expect("adapter");
+        // These tests choose which thread drives when (`drive`), to put the rings in the
+        // states they check: no progress engine (tests/progress.rs of `netdirect` and the
+        // conformance suite's engine runs cover it).
+        adapter
+            .set_progress_mode(netdirect::ProgressMode::Manual)
+            .expect("manual mode");
         let cq = adapter
             .create_completion_queue(depth * 4, 0, 0)
             .expect("cq");

@@ -309,7 +309,13 @@ where
         local_addresses()
     }
 
+    /// Exporting the descriptor makes the application's event loop the adapter's driver (it
+    /// waits for the descriptor to say the I/O needs driving, then calls `progress`): the
+    /// progress engine stops, since it would take those events first and leave the loop
+    /// asleep over work that makes no completion (a message waiting for a Receive, a peer's
+    /// Write landing). `set_progress_mode` can start it again.
     fn fd(&self) -> BorrowedFd<'_> {
+        let _ = self.set_mode(ProgressMode::Manual);
         P::fd(&self.state)
     }
 

@@ -339,7 +339,7 @@ impl CqCore {
     #[inline]
     pub fn note_empty_poll(&self) {
         let n = self.empty_polls.load(Ordering::Relaxed).wrapping_add(1);
-        if n % ACTIVITY_POLLS == 0 {
+        if n.is_multiple_of(ACTIVITY_POLLS) {
             if let Some(a) = &self.activity {
                 a.touch();
             }

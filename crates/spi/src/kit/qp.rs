@@ -59,6 +59,22 @@ pub trait Posts: Send + Sync + fmt::Debug + 'static {
     /// As [`traits::QueuePair::receive`].
     unsafe fn post_receive(&self, context: u64, sge: &[Sge]) -> Result<()>;
 
+    /// ND v1's `SendAndInvalidate` ([`traits::QueuePair::send_and_invalidate`]); a provider
+    /// that does not send Send with Invalidate keeps this default, `ND_NOT_SUPPORTED`.
+    ///
+    /// # Safety
+    /// As [`traits::QueuePair::send`].
+    unsafe fn post_send_and_invalidate(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let _ = (context, sge, remote_token, flags);
+        fail(Status::NOT_SUPPORTED)
+    }
+
     /// `Bind` a window over `len` bytes at `buffer` inside `region`.
     fn post_bind(
         &self,
@@ -98,6 +114,17 @@ impl<Q: Posts> traits::QueuePair for Q {
     unsafe fn receive(&self, context: u64, sge: &[Sge]) -> Result<()> {
         // SAFETY: forwarded contract.
         unsafe { self.post_receive(context, sge) }
+    }
+
+    unsafe fn send_and_invalidate(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.post_send_and_invalidate(context, sge, remote_token, flags) }
     }
 
     fn bind(

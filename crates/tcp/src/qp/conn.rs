@@ -15,6 +15,7 @@ use socket2::Socket;
 use super::{revoked_response, Conn, Ending, Inner, OutRead, ReadKind, TcpQp, TxKind};
 use crate::engine::Source;
 use crate::protect::ExpectedResponse;
+use crate::sockets;
 
 impl TcpQp {
     /// Drive this queue pair's I/O with the lock held.
@@ -108,11 +109,54 @@ impl TcpQp {
         mw::unbind(&self.shared.mrs, w);
     }
 
-    /// The connection is gone (peer closed, reset, or a local I/O error). A peer that only
-    /// closed its sending side still reads: what is queued for it (Read Responses it asked
-    /// for before its FIN) goes out if TCP takes it (RFC 5040 §6.2 graceful close).
+    /// The connection is gone, found by a write (a reset, `EPIPE`, a dead path). What the
+    /// peer sent before its end may still wait in the socket, and is read first: above all a
+    /// Terminate naming the request it refused, sent just before its process exited or
+    /// released the connection — the unread rest of our data then makes its kernel reset the
+    /// connection, which our next write meets before any read (RFC 5040 §5.4: the Terminate
+    /// says why). Then as [`TcpQp::stream_ended`].
     pub(crate) fn lost_connection(&self, g: &mut Inner) {
+        if g.conn != Conn::Closed {
+            // Read to the end whatever the last read said (`Rx::hung_up`); reading it ends
+            // the connection (`stream_ended`), or a Terminate in it does.
+            g.rx.hung_up();
+            self.progress_rx(g);
+        }
+        self.stream_ended(g);
+    }
+
+    /// The connection is gone (peer closed, reset, or a local I/O error), found by a read:
+    /// everything the peer sent before was read. A peer that only closed its sending side
+    /// still reads: what is queued for it (Read Responses it asked for before its FIN) goes
+    /// out if TCP takes it (RFC 5040 §6.2 graceful close).
+    ///
+    /// A dead peer or path (the socket's error was `ETIMEDOUT` or an unreachable network or
+    /// host: `ND_TCP_TIMEOUT_MS` ran out, `sockets::watch_path`) fails the oldest outstanding
+    /// request with `ND_IO_TIMEOUT` — the initiator queue's front, or with none there the
+    /// oldest Receive — as an RNIC fails the request whose retries ran out; the rest are
+    /// flushed `ND_CANCELED`. A peer that closed or reset the connection ends it as its
+    /// Disconnect does: every request `ND_CANCELED` (a killed process's socket closes with a
+    /// FIN or, with data unread, an RST: TCP cannot tell it from a Disconnect). Either way
+    /// `NotifyDisconnect` completes (docs/WIRE.md §4.5).
+    pub(crate) fn stream_ended(&self, g: &mut Inner) {
+        if g.conn == Conn::Closed {
+            return;
+        }
+        if let Some(status) = g.rx.failure.and_then(sockets::failure_status) {
+            self.fail_oldest(g, status);
+        }
         self.close(g, Status::CONNECTION_REFUSED, Ending::Graceful);
+    }
+
+    /// Mark the oldest outstanding request to complete with `status` when the connection is
+    /// flushed (`flush_all`), or complete the oldest Receive with it now if no initiator
+    /// request is outstanding.
+    fn fail_oldest(&self, g: &mut Inner, status: Status) {
+        if !g.sq.is_empty() {
+            g.failed.get_or_insert((g.front_seq, status));
+        } else if let Some(wr) = g.rq.pop() {
+            self.complete_recv(wr.context, status, 0, false);
+        }
     }
 
     /// Tear down because of a protocol error: one Terminate after the frame on the wire (never

@@ -130,6 +130,9 @@ pub(crate) struct SendWr {
     pub(crate) error: Option<Status>,
     /// Send: its MSN on QN 0. Read: the MSN of its first Read Request on QN 1.
     pub(crate) msn: u32,
+    /// Send: the peer's STag (host value) a Send with Invalidate names (ND v1's
+    /// SendAndInvalidate).
+    pub(crate) inval: Option<u32>,
     /// Read: Read Requests it needs (one per non-empty SGE, at least one), issued, answered.
     pub(crate) parts: u16,
     pub(crate) issued: u16,
@@ -155,6 +158,7 @@ impl SendWr {
             request_type,
             error: None,
             msn: 0,
+            inval: None,
             parts: 1,
             issued: 0,
             answered: 0,

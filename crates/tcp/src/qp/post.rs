@@ -62,6 +62,7 @@ impl TcpQp {
         sge: &[Sge],
         flags: OpFlags,
         kind: TxKind,
+        inval: Option<u32>,
     ) -> Result<()> {
         // The flags parameter is the 4th of Send and the 6th of Read and Write.
         let (allowed, param) = match kind {
@@ -105,6 +106,7 @@ impl TcpQp {
             return fail(Status::BUFFER_OVERFLOW);
         }
         let mut wr = SendWr::new(context, kind, flags, total);
+        wr.inval = inval;
         if g.conn == Conn::Closed {
             drop(g);
             self.complete_send(&wr, Status::CANCELED);
@@ -121,9 +123,12 @@ impl TcpQp {
             self.flush_tx(&mut g);
             return Ok(());
         }
+        let batch = self.batches(&g, kind, total);
         // The common small Send, with nothing queued before it: framed on the stack and
         // written at once, past the stash and the staging queue (`send_direct`).
         let wr = if matches!(kind, TxKind::Send)
+            && !batch
+            && inval.is_none()
             && g.conn == Conn::Established
             && g.sq.is_empty()
             && !g.tx.has_output()
@@ -171,8 +176,32 @@ impl TcpQp {
             }
         }
         self.encode_pending(&mut g);
+        if batch {
+            // Left for the next drive, with the requests posted meanwhile (`batches`); a
+            // thread asleep on the adapter wakes to write it.
+            if let Some(s) = &g.sock {
+                s.set_wants_write(true);
+            }
+            return Ok(());
+        }
         self.flush_tx(&mut g);
         Ok(())
+    }
+
+    /// Whether a small Send or Write may stay queued until the next drive (a poll that finds
+    /// its queue empty, a wait, the progress engine) or until [`BATCH`] requests wait, to
+    /// leave with the others in one `sendmsg`: only while the application is posting ahead
+    /// of its polls, which the send CQ shows by holding completions it has not taken yet.
+    /// A lone request (its CQ empty: the ping-pong pattern) is written within its post. Not
+    /// with the descriptor exported, where a writable socket raises no new edge for the
+    /// application's loop.
+    fn batches(&self, g: &Inner, kind: TxKind, total: u64) -> bool {
+        matches!(kind, TxKind::Send | TxKind::Write { .. })
+            && total <= tx::DIRECT_MAX as u64
+            && g.conn == Conn::Established
+            && g.encoded - g.sent < BATCH
+            && self.icq.core.queued_hint() > 0
+            && !self.shared.engine.fd_exported()
     }
 
     /// A Send of at most [`tx::DIRECT_MAX`] bytes with nothing queued before it (no request,
@@ -239,6 +268,9 @@ impl TcpQp {
     }
 }
 
+/// Most requests a run of posts leaves queued for one `sendmsg` (`TcpQp::batches`).
+const BATCH: usize = 32;
+
 impl Posts for TcpQp {
     fn flush(&self) -> Result<()> {
         let mut g = self.lock();
@@ -278,7 +310,21 @@ impl Posts for TcpQp {
             },
         };
         // SAFETY: forwarded contract.
-        unsafe { self.post_request(context, sge, flags, kind) }
+        unsafe { self.post_request(context, sge, flags, kind, None) }
+    }
+
+    /// ND v1's `SendAndInvalidate`: a Send with Invalidate (RFC 5040 §5.3) naming the
+    /// peer's window by its token (network byte order, so its host value is `from_be`).
+    unsafe fn post_send_and_invalidate(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        let stag = Some(u32::from_be(remote_token));
+        // SAFETY: forwarded contract.
+        unsafe { self.post_request(context, sge, flags, TxKind::Send, stag) }
     }
 
     /// `Receive`.

@@ -97,6 +97,9 @@ pub(crate) struct Rx {
     /// The engine's leader sleeps in `recv` on the socket (`Source::lend_reader`): nobody
     /// else reads it meanwhile, or bytes could be processed out of order.
     pub(super) lent: bool,
+    /// The error a read or write of the socket returned (the kernel reports it once):
+    /// why the connection was lost (`TcpQp::stream_ended`).
+    pub(crate) failure: Option<Errno>,
 }
 
 impl Rx {
@@ -119,12 +122,21 @@ impl Rx {
             bulk: false,
             eof: false,
             lent: false,
+            failure: None,
         }
     }
 
     /// The peer closed its side or the socket failed: read until `recv` says so.
     pub(crate) fn hung_up(&mut self) {
         self.hangup = true;
+    }
+
+    /// A read or write of the socket failed with `e`: the first such error says why the
+    /// connection ended (the kernel reports a socket error once).
+    pub(crate) fn note_failure(&mut self, e: Errno) {
+        if !matches!(e, Errno::AGAIN | Errno::INTR) {
+            self.failure.get_or_insert(e);
+        }
     }
 
     /// Begin full operation with the negotiated CRC; `leftover` are bytes that followed the MPA
@@ -172,8 +184,9 @@ impl Rx {
                 self.drained = n < asked;
             }
             Err(Errno::AGAIN) => self.drained = false,
-            Err(_) => {
+            Err(e) => {
                 // The error was consumed by the leader's read; the next one reports the end.
+                self.note_failure(e);
                 self.hangup = true;
                 self.drained = false;
             }
@@ -243,7 +256,7 @@ impl TcpQp {
                     Ok(true) => {}
                     Ok(false) => return,
                     Err(()) => {
-                        self.lost_connection(g);
+                        self.stream_ended(g);
                         return;
                     }
                 }
@@ -319,7 +332,10 @@ impl TcpQp {
                         Ok(r) => (r.bytes, r.bytes.min(n)),
                         Err(Errno::AGAIN) => return Ok(false),
                         Err(Errno::INTR) => return Ok(true),
-                        Err(_) => return Err(()),
+                        Err(e) => {
+                            g.rx.note_failure(e);
+                            return Err(());
+                        }
                     }
                 };
                 let df = g.rx.deframer.as_mut().expect("present");
@@ -344,7 +360,10 @@ impl TcpQp {
             }
             Err(Errno::AGAIN) => Ok(false),
             Err(Errno::INTR) => Ok(true),
-            Err(_) => Err(()),
+            Err(e) => {
+                g.rx.note_failure(e);
+                Err(())
+            }
         }
     }
 

@@ -39,11 +39,13 @@ impl TcpQp {
             }
             let inline = wr.flags.contains(OpFlags::INLINE);
             match wr.kind {
-                TxKind::Send if inline => wr.msn = tx.encode_stashed_inline(wr.flags, None, crc),
-                TxKind::Send => wr.msn = tx.encode_send(segs, wr.total, wr.flags, crc),
+                TxKind::Send if inline => {
+                    wr.msn = tx.encode_stashed_inline(wr.flags, None, wr.inval, crc);
+                }
+                TxKind::Send => wr.msn = tx.encode_send(segs, wr.total, wr.flags, wr.inval, crc),
                 TxKind::Write { stag, to } => {
                     if inline {
-                        tx.encode_stashed_inline(wr.flags, Some((stag, to)), crc);
+                        tx.encode_stashed_inline(wr.flags, Some((stag, to)), None, crc);
                     } else {
                         tx.encode_write(segs, wr.total, stag, to, crc);
                     }
@@ -202,7 +204,10 @@ impl TcpQp {
                     }
                 }
             }
-            Err(_) => {
+            Err(e) => {
+                if let Some(e) = rustix::io::Errno::from_io_error(&e) {
+                    g.rx.note_failure(e);
+                }
                 // The socket is broken (reset, EPIPE): nothing queued can go any more, and a
                 // socket that reports itself writable for ever must leave the leader's poll
                 // set, or every blocking wait of the adapter would spin on it.

@@ -67,8 +67,13 @@ pub(crate) struct Written {
 /// The DDP/RDMAP framing of one outbound message (RFC 5040 §4, RFC 5041 §4).
 #[derive(Debug, Clone, Copy)]
 enum Msg {
-    /// Untagged on QN 0 (Send family): every segment carries the MSN and its MO.
-    Send { opcode: Opcode, msn: u32 },
+    /// Untagged on QN 0 (Send family): every segment carries the MSN and its MO, and a
+    /// Send with Invalidate the STag to invalidate (0 for the others).
+    Send {
+        opcode: Opcode,
+        msn: u32,
+        inval: u32,
+    },
     /// Tagged (RDMA Write, Read Response): every segment carries the STag and its TO.
     Tagged { opcode: Opcode, stag: u32, to: u64 },
 }
@@ -85,10 +90,10 @@ impl Msg {
     /// the initial TO plus the offset; the L bit on the last segment only).
     fn header(&self, off: u64, last: bool) -> DdpHeader {
         match *self {
-            Self::Send { opcode, msn } => DdpHeader::Untagged(UntaggedHeader {
+            Self::Send { opcode, msn, inval } => DdpHeader::Untagged(UntaggedHeader {
                 last,
                 opcode,
-                inval_stag: 0,
+                inval_stag: inval,
                 qn: QN_SEND,
                 msn,
                 mo: off as u32,
@@ -292,11 +297,15 @@ impl Tx {
         }
     }
 
-    fn send_opcode(flags: OpFlags) -> Opcode {
-        if flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT) {
-            Opcode::SendSe
-        } else {
-            Opcode::Send
+    /// The Send family's opcode and Invalidate STag (RFC 5040 §4.1: Send with Invalidate,
+    /// ND v1's SendAndInvalidate, names the STag in the untagged header).
+    fn send_opcode(flags: OpFlags, inval: Option<u32>) -> (Opcode, u32) {
+        let se = flags.contains(OpFlags::SEND_AND_SOLICIT_EVENT);
+        match inval {
+            None if se => (Opcode::SendSe, 0),
+            None => (Opcode::Send, 0),
+            Some(stag) if se => (Opcode::SendSeInvalidate, stag),
+            Some(stag) => (Opcode::SendInvalidate, stag),
         }
     }
 
@@ -306,11 +315,12 @@ impl Tx {
         segs: &[Seg],
         total: u64,
         flags: OpFlags,
+        inval: Option<u32>,
         crc: bool,
     ) -> u32 {
         let msn = self.msn.next(QN_SEND);
-        let opcode = Self::send_opcode(flags);
-        self.encode_message(Msg::Send { opcode, msn }, segs, total, crc);
+        let (opcode, inval) = Self::send_opcode(flags, inval);
+        self.encode_message(Msg::Send { opcode, msn, inval }, segs, total, crc);
         self.chunks.push_back(Chunk::Done);
         msn
     }
@@ -331,8 +341,9 @@ impl Tx {
         }
         let msn = self.msn.next(QN_SEND);
         let hdr = Msg::Send {
-            opcode: Self::send_opcode(flags),
+            opcode: Self::send_opcode(flags, None).0,
             msn,
+            inval: 0,
         }
         .header(0, true);
         Some((frame_into(&hdr, &[], pieces, crc, &mut self.direct), msn))
@@ -388,11 +399,13 @@ impl Tx {
     }
 
     /// Encode the oldest stashed inline payload as a Send (returns its MSN) or, with
-    /// `write = Some((stag, to))`, as an RDMA Write.
+    /// `write = Some((stag, to))`, as an RDMA Write; a Send with `inval` as a Send with
+    /// Invalidate.
     pub(crate) fn encode_stashed_inline(
         &mut self,
         flags: OpFlags,
         write: Option<(u32, u64)>,
+        inval: Option<u32>,
         crc: bool,
     ) -> u32 {
         let n = self.stash_lens.pop_front().unwrap_or(0) as usize;
@@ -400,10 +413,8 @@ impl Tx {
         let msg = match write {
             None => {
                 msn = self.msn.next(QN_SEND);
-                Msg::Send {
-                    opcode: Self::send_opcode(flags),
-                    msn,
-                }
+                let (opcode, inval) = Self::send_opcode(flags, inval);
+                Msg::Send { opcode, msn, inval }
             }
             Some((stag, to)) => {
                 msn = 0;

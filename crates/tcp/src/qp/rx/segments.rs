@@ -381,7 +381,7 @@ fn write_fit(
     }
     let payload = (total - off).min(seg_payload);
     let last = off + payload >= total;
-    if seg_payload == 0 || off % seg_payload != 0 || th.last != last {
+    if seg_payload == 0 || !off.is_multiple_of(seg_payload) || th.last != last {
         return Fit::Inside;
     }
     let tagged_hdr = netdirect_wire::ddp::TAGGED_LEN as u64;

@@ -30,7 +30,7 @@ fn a_frame_begun_on_a_chunk_boundary_is_kept_at_teardown() {
     let seg = [seg_of(&payload)];
     let mut tx = Tx::new();
     tx.start(65504);
-    tx.encode_send(&seg, 4096, OpFlags::empty(), true);
+    tx.encode_send(&seg, 4096, OpFlags::empty(), None, true);
     let whole = queued(&tx);
     let Some(Chunk::Staged { len: prefix, .. }) = tx.chunks.front().copied() else {
         panic!("a staged prefix first");
@@ -47,9 +47,9 @@ fn a_frame_begun_on_a_chunk_boundary_is_kept_at_teardown() {
     // The whole frame written: teardown drops the next message entirely.
     let mut tx = Tx::new();
     tx.start(65504);
-    tx.encode_send(&seg, 4096, OpFlags::empty(), true);
+    tx.encode_send(&seg, 4096, OpFlags::empty(), None, true);
     let first = queued(&tx);
-    tx.encode_send(&seg, 4096, OpFlags::empty(), true);
+    tx.encode_send(&seg, 4096, OpFlags::empty(), None, true);
     tx.advance(first, &mut w);
     tx.cut_to_current_frame();
     assert_eq!(queued(&tx), 0, "nothing of the next frame was written");
@@ -75,7 +75,7 @@ fn staging_stays_bounded_while_output_never_drains() {
     while sent < 20_000 {
         // At most 32 requests outstanding, as a send queue of that depth allows.
         while queued < 32 {
-            tx.encode_send(&seg, 512, OpFlags::empty(), true);
+            tx.encode_send(&seg, 512, OpFlags::empty(), None, true);
             queued += 1;
         }
         let w = tx.write_to(&a).unwrap();
@@ -111,7 +111,7 @@ fn inline_stash_stays_bounded_while_requests_keep_waiting() {
     let mut peak = 0;
     for _ in 0..20_000 {
         tx.stash_inline(&sge);
-        tx.encode_stashed_inline(OpFlags::INLINE, None, true);
+        tx.encode_stashed_inline(OpFlags::INLINE, None, None, true);
         peak = peak.max(tx.stash.len());
         // Keep the encoded frames from piling up: this test is about the stash.
         tx.chunks.clear();
