@@ -145,7 +145,7 @@ fn unsuccessful(r: &NdResult) -> String {
 impl Endpoint {
     fn open(provider: &Provider, local: IpAddr, cfg: &EndpointConfig) -> Result<Self, String> {
         if cfg.api == Api::Ndk {
-            return Err("--api ndk: only nd pingpong runs through NDK".into());
+            return Err("--api ndk: only nd pingpong and nd rping run through NDK".into());
         }
         let adapter = provider
             .open_adapter_for(SocketAddr::new(local, 0))

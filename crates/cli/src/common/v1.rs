@@ -23,8 +23,8 @@ pub(crate) enum Api {
     V2,
     /// ND v1 (`IND*`, MS-MPI's SPI), over the same provider and wire.
     V1,
-    /// NDK (`netdirect::ndk`, the kernel NDKPI model): `nd pingpong` only (its own loop,
-    /// `crate::ndk_pingpong`).
+    /// NDK (`netdirect::ndk`, the kernel NDKPI model): `nd pingpong` and `nd rping` only
+    /// (their own loops, `crate::ndk_pingpong` and `crate::ndk_rping`).
     Ndk,
 }
 
@@ -32,8 +32,8 @@ pub(crate) enum Api {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ApiArg {
     /// Run through ND v2 (default), ND v1 (`netdirect::v1`, the MS-MPI SPI) or, for
-    /// `pingpong`, NDK (`netdirect::ndk`); either end may use either of v1 and v2: the wire is
-    /// the same.
+    /// `pingpong` and `rping`, NDK (`netdirect::ndk`, both ends); either end may use either of
+    /// v1 and v2: the wire is the same.
     #[arg(long, value_enum, default_value_t = Api::V2)]
     pub(crate) api: Api,
 }
