@@ -63,10 +63,12 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 
 /// One run as `role`.
 fn run_as(args: &Args, role: Role, plan: &Plan, provider: &Provider) -> Result<(), String> {
-    // [data | info received]
+    // [data | info received], at least `Buffer::SHARED_MIN`: shared-mappable memory, which a
+    // same-host peer allowed to write it may write itself (shm's placed Writes), as UCX's
+    // put_lat writes into memory it allocated shared.
     let data = plan.max_size().next_multiple_of(64);
     let cfg = EndpointConfig {
-        buf_len: data + 64,
+        buf_len: (data + 64).max(netdirect::Buffer::SHARED_MIN),
         max_message: plan.max_size(),
         depth: 8,
         inline: 256,

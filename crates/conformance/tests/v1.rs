@@ -66,6 +66,7 @@ scenarios! {
     rdma_out_of_bounds => "v1-rdma-out-of-bounds",
     rdma_bad_token => "v1-rdma-bad-token",
     send_invalidate => "v1-send-invalidate",
+    send_invalidate_foreign => "v1-send-invalidate-foreign",
     interop_v1_server => "v1-interop-v1-server",
     interop_v2_server => "v1-interop-v2-server",
 }

@@ -68,6 +68,23 @@ fn overlapped_requests_complete_as_on_windows() {
     }
 }
 
+/// Every ND v1 method through the C ABI (tests/c/v1methods.cpp): the provider, the opens,
+/// the address-list flags, the adapter's one file and a port on it, Listen's statuses, a
+/// connection with private data, batching, descriptors, Flush, Reject, release.
+#[test]
+fn every_v1_method_from_cxx() {
+    let exe = build(
+        "v1methods",
+        Lang::Cxx,
+        &["crates/ffi/tests/c/v1methods.cpp"],
+        &[],
+    );
+    each(|provider, ip| {
+        let out = start(&exe, &[ip], &[("ND_PROVIDER", provider)]).success();
+        assert!(out.contains(" 0 failed"), "{provider} {ip}:\n{out}");
+    });
+}
+
 /// Run `exe` as a server (`-s`) and a client (`-c`) on a fresh port of `ip`, on `provider`:
 /// both must exit 0. Returns the client's output.
 fn pair(

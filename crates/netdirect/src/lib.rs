@@ -12,6 +12,8 @@
 //!
 //! Select one with `ND_PROVIDER` (`tcp`, `shm,tcp`, `^shm`) or [`Provider::open`]. The ND
 //! support library's helpers (`NdResolveAddress`, `NdOpenAdapter`, ...) are in [`support`].
+//! ND v1, the older SPI MS-MPI programs use (`INDAdapter`, `INDEndpoint`, ...), is [`v1`],
+//! over the same providers and wire.
 //!
 //! ## Quick start
 //!

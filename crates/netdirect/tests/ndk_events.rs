@@ -464,7 +464,7 @@ fn sai_server(cfg: &Cfg) {
 }
 
 /// `NdkSendAndInvalidate`: a Write through the peer's window works, the Send with Invalidate
-/// lands, and the same Write is then refused (tcp); shm says `STATUS_NOT_SUPPORTED` inline.
+/// lands, and the same Write is then refused.
 fn sai_client(cfg: &Cfg, at: SocketAddr) {
     let side = Side::new(cfg, |_| {});
     side.recv(1);
@@ -493,19 +493,15 @@ fn sai_client(cfg: &Cfg, at: SocketAddr) {
         side.qp
             .send_and_invalidate(11, &[msg], NdkOpFlags::NONE, token)
     };
-    if cfg.provider == "shm" {
-        assert_eq!(s, NtStatus::NOT_SUPPORTED);
-    } else {
-        assert_eq!(s, NtStatus::SUCCESS);
-        let r = next(&side.cq);
-        assert_eq!((r.status, r.request_context), (NtStatus::SUCCESS, 11));
-        ask("expect invalidation");
-        assert_eq!(
-            write(12),
-            NtStatus::ACCESS_VIOLATION,
-            "the window was invalidated"
-        );
-    }
+    assert_eq!(s, NtStatus::SUCCESS);
+    let r = next(&side.cq);
+    assert_eq!((r.status, r.request_context), (NtStatus::SUCCESS, 11));
+    ask("expect invalidation");
+    assert_eq!(
+        write(12),
+        NtStatus::ACCESS_VIOLATION,
+        "the window was invalidated"
+    );
     let mut rest = [NdkResult::EMPTY; 8];
     while side.cq.get_cq_results(&mut rest) > 0 {}
     close_wait(|cb| c.close(cb));

@@ -10,8 +10,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use netdirect::{
-    Adapter, CompletionQueue, MrFlags, NdResult, NotifyType, OpFlags, ProgressMode, Provider,
-    Result, Sge, Status,
+    Adapter, CompletionQueue, Connector, Listener, MrFlags, NdResult, NotifyType, OpFlags,
+    ProgressMode, Provider, QueuePair, Result, Sge, Status,
 };
 
 const ROLE: &str = "ND_PROGRESS_TEST_ROLE";
@@ -363,6 +363,29 @@ fn a_sleeping_shm_connector_is_not_refused() {
     );
 }
 
+/// Listen on 127.0.0.1 (the address goes to standard output, for the parent), take one
+/// connection request and accept it on `qp`.
+fn accept_one(a: &Adapter, qp: &QueuePair) -> Result<(Listener, Connector)> {
+    let l = a.create_listener()?;
+    l.bind("127.0.0.1:0".parse().unwrap())?;
+    l.listen(0)?;
+    println!("listening {}", l.get_local_address()?);
+    std::io::stdout().flush().unwrap();
+    let c = a.create_connector()?;
+    l.get_connection_request(&c)?.wait()?;
+    c.accept(qp, 0, 0, b"")?.wait()?;
+    Ok((l, c))
+}
+
+/// Connect `qp` to `at` and complete the connection.
+fn connect_to(a: &Adapter, qp: &QueuePair, at: SocketAddr) -> Result<Connector> {
+    let c = a.create_connector()?;
+    c.bind("127.0.0.1:0".parse().unwrap())?;
+    c.connect(qp, at, 0, 0, b"")?.wait()?;
+    c.complete_connect()?.wait()?;
+    Ok(c)
+}
+
 /// Sends a message to the [`Wake`](std::task::Wake) channel when woken.
 struct ChannelWaker(std::sync::Mutex<std::sync::mpsc::Sender<()>>);
 
@@ -385,14 +408,7 @@ fn notified_receiver(provider: &str) -> Result<()> {
         .wait()?;
     // SAFETY: `buf` is not touched until the Receive completes.
     unsafe { qp.receive(7, &[buf.sge(0..64, mr.get_local_token())])? };
-    let l = a.create_listener()?;
-    l.bind("127.0.0.1:0".parse().unwrap())?;
-    l.listen(0)?;
-    println!("listening {}", l.get_local_address()?);
-    std::io::stdout().flush().unwrap();
-    let c = a.create_connector()?;
-    l.get_connection_request(&c)?.wait()?;
-    c.accept(&qp, 0, 0, b"")?.wait()?;
+    let (_l, c) = accept_one(&a, &qp)?;
     let armed = cq.notify(NotifyType::Any)?;
     let (tx, rx) = std::sync::mpsc::channel();
     let waker = std::sync::Arc::new(ChannelWaker(std::sync::Mutex::new(tx))).into();
@@ -421,10 +437,7 @@ fn late_sender(provider: &str, at: SocketAddr) -> Result<()> {
     let a = adapter(provider, ProgressMode::Thread)?;
     let cq = a.create_completion_queue(8, 0, 0)?;
     let qp = a.create_queue_pair(&cq, &cq, 0, 4, 4, 1, 1, 0)?;
-    let c = a.create_connector()?;
-    c.bind("127.0.0.1:0".parse().unwrap())?;
-    c.connect(&qp, at, 0, 0, b"")?.wait()?;
-    c.complete_connect()?.wait()?;
+    let _c = connect_to(&a, &qp, at)?;
     println!("connected");
     std::io::stdout().flush().unwrap();
     let mut go = String::new();
@@ -487,14 +500,7 @@ fn burst_receiver(provider: &str) -> Result<()> {
         // SAFETY: the buffer is read only after every Receive completed.
         unsafe { qp.receive(i, &[buf.sge(at..at + 8, mr.get_local_token())])? };
     }
-    let l = a.create_listener()?;
-    l.bind("127.0.0.1:0".parse().unwrap())?;
-    l.listen(0)?;
-    println!("listening {}", l.get_local_address()?);
-    std::io::stdout().flush().unwrap();
-    let c = a.create_connector()?;
-    l.get_connection_request(&c)?.wait()?;
-    c.accept(&qp, 0, 0, b"")?.wait()?;
+    let (_l, c) = accept_one(&a, &qp)?;
     for i in 0..BURST {
         let r = next(&cq);
         assert_eq!((r.request_context, r.bytes_transferred), (i, 8), "{r:?}");
@@ -517,10 +523,7 @@ fn burst_sender(provider: &str, at: SocketAddr) -> Result<()> {
     let a = adapter(provider, ProgressMode::Thread)?;
     let cq = a.create_completion_queue(2 * BURST as u32, 0, 0)?;
     let qp = a.create_queue_pair(&cq, &cq, 0, 4, BURST as u32, 1, 1, 0)?;
-    let c = a.create_connector()?;
-    c.bind("127.0.0.1:0".parse().unwrap())?;
-    c.connect(&qp, at, 0, 0, b"")?.wait()?;
-    c.complete_connect()?.wait()?;
+    let _c = connect_to(&a, &qp, at)?;
     for i in 0..BURST {
         let mut msg = i.to_le_bytes();
         // SAFETY: INLINE: the bytes are copied during the call.

@@ -39,7 +39,8 @@ pub const VARIABLES: &[Variable] = &[
                   memory (a netdirect::Buffer of 64 KiB or more) are copied once, by the \
                   initiator, through a mapping of the target's memory, when the initiator has \
                   shown it may read and write the target's process anyway (same ptrace \
-                  access); 0 turns the mapping off",
+                  access); smaller Writes into such a region are placed by the initiator \
+                  within their post once the target leased it the region; 0 turns both off",
     },
     Variable {
         name: "ND_SHM_PULL_MIN_KIB",

@@ -27,9 +27,10 @@
 //!
 //! ```text
 //! 0      header line   magic, version, ring sizes (checked once by the passive side)
-//! 64     side 0 line   waiting, closed, can_pull, copying, nonce_addr, proof   (active side only)
-//! 128    side 1 line   the same                                              (passive side only)
-//! 256    channel 0     active → passive:  consumer line | N cells × 64 B | D data bytes
+//! 64     side 0 lines  waiting, closed, can_pull, nonce_addr, proof, lease_epoch | copying
+//!                      (active side only; `copying` alone in the second line)
+//! 192    side 1 lines  the same                                              (passive side only)
+//! 320    channel 0     active → passive:  consumer line | N cells × 64 B | D data bytes
 //! ...    channel 1     passive → active:  consumer line | N cells × 64 B | D data bytes
 //! ```
 //!

@@ -272,7 +272,9 @@ impl Link {
             return false;
         }
         wake::arm(&self.me().waiting);
-        self.has_work()
+        // A Write the peer placed in our memory needs no driving, but the application may
+        // be about to sleep waiting for its bytes (`mapped`: placed Writes).
+        self.peer_placed() | self.has_work()
     }
 
     /// Awake again.

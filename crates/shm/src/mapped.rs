@@ -23,6 +23,31 @@
 //! line, and the kernel allows that read only with the ptrace access that `process_vm_writev`
 //! into us needs as well (both check `PTRACE_MODE_ATTACH_REALCREDS`). The mapping gives such a peer nothing it did not have.
 //! Only the bytes are compared; a peer that cannot read us cannot produce them.
+//!
+//! **Placed Writes.** Below `ND_SHM_MAP_MIN_KIB` a round trip per Write would cost more than
+//! the copy, so the permission is given once per region instead, as a *lease*: a WRITE
+//! of an initiator that proved itself carries [`flag::LEASE`](crate::ring::flag::LEASE);
+//! the target, having placed it as any Write, answers with an ACK that carries the lease
+//! (memory id, the region's address, length and offset in the memory, the target's lease
+//! epoch) when the region is shared memory (never a window), or a plain ACK that refuses.
+//! From then on the initiator places a Write of fewer than `ND_SHM_MAP_MIN_KIB` into that
+//! region itself, within its post, and completes it at once (in its turn), checking what the
+//! target would check (token, bounds, the region's remote-write right came with the lease) —
+//! but only when nothing of its own precedes the Write on the connection: no request waiting
+//! to go into the ring, every record it pushed taken by the target (`Producer::taken`, whose
+//! Acquire orders the target's handling of them before the copy), no Read outstanding and no
+//! mapped transfer under way. Otherwise the Write goes into the ring, as does every Write
+//! after a failed check. A record published after the copy (a Send) is seen after its bytes.
+//!
+//! Revocation: the target raises its `lease_epoch` under its queue pair's lock whenever a
+//! registration goes (the Deregister's copy barrier, `ShmQp::fence`) and when the connection
+//! ends for its application (a Terminate, a Disconnect), then waits while the initiator's
+//! `copying` word is odd; the initiator makes the word odd before it compares the epoch and
+//! `closed` with its lease's (`ring::grant`). So a Write placed after the Deregister or the
+//! Terminate is impossible: it finds the lease dead and goes the ordinary way, where the
+//! target refuses it (`ND_ACCESS_VIOLATION`) or drops it with the connection. A target about
+//! to sleep looks whether the peer's `copying` word moved since it last looked
+//! ([`Link::peer_placed`]); the initiator wakes a sleeping target after each placement.
 
 use std::any::Any;
 use std::os::fd::OwnedFd;
@@ -34,6 +59,7 @@ use netdirect_spi::kit::shared_mem::SharedMemory;
 
 use crate::link::Link;
 use crate::proto::{self, Msg};
+use crate::ring::LEASE_LEN;
 
 /// Peer memories mapped, and memories sent, per connection at most.
 const MAX_MAPS: usize = 16;
@@ -72,6 +98,46 @@ pub(crate) struct Maps {
     /// target sends its memory's descriptor just before granting); any other is dropped, so
     /// a peer cannot make us map memory we never asked for.
     asking: AtomicBool,
+    /// The peer's `copying` word when we last looked before sleeping ([`Link::peer_placed`]).
+    placed_seen: std::sync::atomic::AtomicU32,
+    /// An UNMAP came: a lease on that memory holds its mapping until our next Write that
+    /// may be placed drops it (`ShmQp::drop_unmapped_leases`), or the connection ends.
+    pub(crate) unmapped: AtomicBool,
+}
+
+/// A lease on a region of the peer's shared memory (initiator side): Writes of fewer than
+/// `ND_SHM_MAP_MIN_KIB` into it are placed by us while the peer's lease epoch is `epoch`.
+#[derive(Debug, Clone)]
+pub(crate) struct Lease {
+    /// The region's token (host order).
+    pub(crate) token: u32,
+    /// The peer's id of the memory (`Msg::Map`).
+    pub(crate) id: u64,
+    /// The region in the peer's address space.
+    base: u64,
+    len: u64,
+    /// Where the region starts in `mem`.
+    off: u64,
+    pub(crate) epoch: u64,
+    pub(crate) mem: Arc<SharedMemory>,
+}
+
+impl Lease {
+    /// The offset in the mapping of `len` bytes at the peer's address `addr`, if they lie in
+    /// the region (the bounds check the target makes, overflow caught).
+    pub(crate) fn offset(&self, addr: u64, len: u64) -> Option<u64> {
+        let rel = addr.checked_sub(self.base)?;
+        (rel.checked_add(len)? <= self.len).then(|| self.off + rel)
+    }
+
+    /// The inline bytes of the ACK that grants it (`ring::LEASE_LEN`).
+    pub(crate) fn encode(id: u64, base: u64, len: u64, off: u64, epoch: u64) -> [u8; 40] {
+        let mut b = [0u8; LEASE_LEN as usize];
+        for (k, v) in [id, base, len, off, epoch].into_iter().enumerate() {
+            b[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
 }
 
 impl Maps {
@@ -91,13 +157,18 @@ impl Link {
     /// Initiator: show the peer we may write its memory (once per connection): read its
     /// nonce from its address space into our side line. Whether that worked.
     pub(crate) fn prove(&self) -> bool {
+        if let Some(&p) = self.maps.proved.get() {
+            return p;
+        }
+        // The peer publishes where its nonce is as it sets up its side of the connection,
+        // which may not be done when our first request goes: not known yet is no answer.
+        let addr = self.peer().nonce_addr.load(Ordering::Acquire);
+        if addr == 0 {
+            return false;
+        }
         *self.maps.proved.get_or_init(|| {
-            let addr = self.peer().nonce_addr.load(Ordering::Acquire);
             let mut b = [0u8; 16];
-            if self.peer_pid <= 0
-                || addr == 0
-                || !crate::mem::read_remote(self.peer_pid, addr, &mut b)
-            {
+            if self.peer_pid <= 0 || !crate::mem::read_remote(self.peer_pid, addr, &mut b) {
                 return false;
             }
             let me = self.me();
@@ -122,8 +193,73 @@ impl Link {
         crate::ring::grant::copied(&self.me().copying);
     }
 
-    /// Target, closing with a grant outstanding: wait until the peer is not copying through
-    /// it (our `closed` word is stored; the fence pairs with [`Link::start_copy`]'s), or is
+    /// Initiator: about to place a Write under a lease of `epoch`. `false`: the peer closed
+    /// or revoked its leases since (`ring::grant`): place nothing, and call
+    /// [`Link::placed`] all the same.
+    pub(crate) fn start_place(&self, epoch: u64) -> bool {
+        let p = self.peer();
+        crate::ring::grant::start_place(&self.me().copying, &p.closed, &p.lease_epoch, epoch)
+    }
+
+    /// Initiator: the placement [`Link::start_place`] announced is over; a peer asleep is
+    /// woken (it may wait for the bytes: `nd rpingpong --blocking`), one about to sleep sees
+    /// the `copying` word moved ([`Link::peer_placed`]).
+    pub(crate) fn placed(&self) {
+        self.copied();
+        self.wake_peer();
+    }
+
+    /// Initiator: the peer's lease epoch now (a lease of another is dead).
+    pub(crate) fn peer_lease_epoch(&self) -> u64 {
+        self.peer().lease_epoch.load(Ordering::Acquire)
+    }
+
+    /// Initiator: a lease from the ACK bytes `b` (`Lease::encode`) for `token`, if the
+    /// memory it names was sent to us and holds the region. `None`: taken as a refusal.
+    pub(crate) fn lease(&self, token: u32, b: &[u8; LEASE_LEN as usize]) -> Option<Lease> {
+        let w = |k: usize| u64::from_le_bytes(b[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+        let (id, base, len, off, epoch) = (w(0), w(1), w(2), w(3), w(4));
+        let mem = self.peer_memory(id)?;
+        let end = off.checked_add(len)?;
+        base.checked_add(len)?;
+        (len > 0 && end <= mem.len() as u64).then_some(Lease {
+            token,
+            id,
+            base,
+            len,
+            off,
+            epoch,
+            mem,
+        })
+    }
+
+    /// Target: our lease epoch now (stamped on the leases we grant).
+    pub(crate) fn lease_epoch(&self) -> u64 {
+        self.me().lease_epoch.load(Ordering::Relaxed)
+    }
+
+    /// Target: revoke every lease the peer holds, and wait until no placement under one is
+    /// in progress (as [`Link::wait_peer_copy`]). Called under the queue pair's lock.
+    pub(crate) fn revoke_leases(&self) {
+        crate::ring::grant::revoke(&self.me().lease_epoch);
+        self.wait_peer_copy();
+    }
+
+    /// About to sleep: whether the peer's `copying` word moved since the last look, i.e. it
+    /// may have placed a Write in our memory that our application has not seen (the sleeper's
+    /// half of the wake-up handshake with [`Link::placed`]; the caller armed first).
+    pub(crate) fn peer_placed(&self) -> bool {
+        let v = self.peer().copying.load(Ordering::Acquire);
+        // A load and a store, not a swap: two threads arming at once cost at most a
+        // spurious wake-up.
+        let seen = self.maps.placed_seen.load(Ordering::Relaxed);
+        self.maps.placed_seen.store(v, Ordering::Relaxed);
+        seen != v
+    }
+
+    /// Target, closing with a grant outstanding (or revoking leases): wait until the peer is
+    /// not copying through it (our `closed` word or lease epoch is stored; the fence pairs
+    /// with [`Link::start_copy`]'s and [`Link::start_place`]'s), or is
     /// gone, or a second has passed (a peer that never clears its flag could write our
     /// memory anyway: the grant needed that). A peer that copies finishes in the copy's time.
     pub(crate) fn wait_peer_copy(&self) {
@@ -221,6 +357,7 @@ impl Link {
             // A copy in progress holds its own reference: the mapping goes when it is done.
             let mut peer = self.maps.peer.lock().unwrap_or_else(|e| e.into_inner());
             peer.retain(|(i, _)| *i != id);
+            self.maps.unmapped.store(true, Ordering::Release);
             return;
         }
         let (Some(Msg::Map { id }), Some(fd)) = (msg, fd) else {

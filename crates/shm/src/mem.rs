@@ -276,6 +276,39 @@ pub(crate) fn copy_into<G: Gather>(
     true
 }
 
+/// Place a Write of `len` bytes of `src` (from message offset 0) at offset `off` of `dst`, a
+/// peer's shared memory mapped here, under a lease (`mapped`), with its last byte stored last:
+/// the peer's application may be watching that byte while we copy (as ndrpingpong does), and
+/// a Write is placed in order. `false`, copying nothing, if the range leaves the mapping or is
+/// empty.
+pub(crate) fn place_into<G: Gather>(
+    dst: &netdirect_spi::kit::shared_mem::SharedMemory,
+    off: u64,
+    src: &G,
+    len: usize,
+) -> bool {
+    if len == 0 || !inside(dst, off, len) {
+        return false;
+    }
+    let mut at = off as usize;
+    src.pieces(0, len - 1, |p, n| {
+        // SAFETY: as in `copy_into`: `at + n <= off + len <= dst.len()`, `p` readable for
+        // `n` bytes, no overlap.
+        unsafe { std::ptr::copy_nonoverlapping(p, dst.as_ptr().add(at), n) };
+        at += n;
+    });
+    // Keeps the compiler from sinking the stores above below the last byte's; x86 keeps
+    // stores in order.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    src.pieces(len as u64 - 1, 1, |p, n| {
+        if n == 1 {
+            // SAFETY: `at < off + len <= dst.len()`; `p` is readable for 1 byte.
+            unsafe { dst.as_ptr().add(at).write_volatile(p.read()) };
+        }
+    });
+    true
+}
+
 /// Copy `len` bytes at offset `off` of `src`, a peer's shared memory mapped here (a mapped
 /// RDMA Read), into `dst` (from message offset 0); `false`, copying nothing, if that range
 /// leaves the mapping.

@@ -64,7 +64,8 @@ pub(crate) mod kind {
     /// area holds its scatter list, `(address, length)` pairs of 16 bytes; `total` is its size.
     pub(crate) const RTS: u8 = 4;
     /// The receiver pulled (or refused) the oldest RTS message, or placed the oldest RDMA
-    /// Write: the initiator may complete it.
+    /// Write: the initiator may complete it. `len` 0, or [`super::LEASE_LEN`] when it answers
+    /// a WRITE with [`super::flag::LEASE`] and grants the lease (`mapped`: placed Writes).
     pub(crate) const ACK: u8 = 5;
     /// An RDMA Write. Inline bytes 0..16 are its descriptor ([`Desc`](super::Desc)); `total`
     /// is its length; `len` counts the inline bytes (descriptor included, 16..=48). When
@@ -109,6 +110,10 @@ pub(crate) mod kind {
     /// `STATUS_DATA_ERROR` if it has not completed yet (docs/ND-RULES.md D5, as a tcp Send a
     /// Terminate names). `total` names the message as [`RNR`] does.
     pub(crate) const OVERRUN: u8 = 16;
+    /// The Send that follows invalidates the receiver's window whose token (host order) is
+    /// `total` (ND v1's SendAndInvalidate; RFC 5040 §5.3, Send with Invalidate): a window not
+    /// bound through the receiving queue pair ends the connection. No payload.
+    pub(crate) const INVAL: u8 = 17;
     /// The kinds whose bytes are in the data area (written by `Producer::push_data`, given
     /// back by `Consumer::skip`); the others carry theirs inline, in the cell.
     pub(crate) const fn in_data_area(kind: u8) -> bool {
@@ -146,6 +151,11 @@ impl Desc {
     }
 }
 
+/// The inline bytes of an ACK that grants a lease: the target's shared memory id, the
+/// region's address and length in the target, its offset in the memory, and the epoch the
+/// lease holds in (`mapped`), 8 bytes each.
+pub(crate) const LEASE_LEN: u32 = 40;
+
 /// Most scatter entries of an RTS record.
 pub(crate) const RTS_MAX_SGES: usize = 32;
 
@@ -164,6 +174,9 @@ pub(crate) mod flag {
     /// call into the provider): in a Write ping-pong the answer then costs no cache line of
     /// its own (`qp`: held acknowledgements).
     pub(crate) const ACK: u8 = 16;
+    /// On a WRITE record only: the initiator asks for a lease on the Write's region (`mapped`:
+    /// placed Writes); the ACK that answers it grants one or, plain, refuses.
+    pub(crate) const LEASE: u8 = 32;
 }
 
 /// The header of one record.
@@ -253,6 +266,8 @@ pub(crate) struct Producer {
     cached_tail: u64,
     data_head: u64,
     cached_data_tail: u64,
+    /// The position after the last record the owner marked ([`Producer::mark`]).
+    marked: u64,
 }
 
 impl Producer {
@@ -286,6 +301,21 @@ impl Producer {
         self.cached_tail = t;
         self.cached_data_tail = dt;
         Ok(self.head + cells - t <= n && self.data_head + need - dt <= d)
+    }
+
+    /// Mark every record published so far (the queue pair marks its requests, not its
+    /// answers: a placed Write waits for the requests before it, `mapped`).
+    #[inline]
+    pub(crate) fn mark(&mut self) {
+        self.marked = self.head;
+    }
+
+    /// Whether the consumer has taken every record up to the last [`Producer::mark`] (one
+    /// Acquire load: what it did with them happens before what the caller does next). A tail
+    /// beyond the head is garbage and counts as not taken.
+    pub(crate) fn taken<M: RingMem>(&self, m: &M) -> bool {
+        let t = m.tail().load(Ordering::Acquire);
+        t >= self.marked && t <= self.head
     }
 
     /// The (tail, data tail) the producer last saw: a blocked producer may retry once they move.
@@ -439,7 +469,10 @@ impl Consumer {
         let ok = match r.kind {
             kind::MSG => r.len as usize <= INLINE_MAX,
             kind::CHUNK => u64::from(r.len) <= m.data_len(),
+            // An ACK's length (0, or a lease's) is checked where it is taken: this function
+            // is on every poll's path.
             kind::RTR | kind::ACK | kind::TERM | kind::RNR | kind::OVERRUN => true,
+            kind::INVAL => r.len == 0,
             kind::RTS => r.len.is_multiple_of(16) && r.len as usize <= RTS_MAX_SGES * 16,
             kind::WRITE => (Desc::LEN..=INLINE_MAX).contains(&(r.len as usize)),
             kind::WPULL => {
@@ -595,32 +628,60 @@ pub(crate) mod wake {
     }
 }
 
-/// The handshake that keeps a granted mapped Write or Read (`mapped`) from outliving the
-/// target's hold on its memory: the initiator announces its copy (`copying` in its side line)
-/// before it looks whether the target closed; the target, closing, stores `closed` before it
-/// looks whether the initiator copies, and waits until it does not. The fences make it a
-/// Dekker handshake: either the initiator sees the close and copies nothing, or the target
-/// sees the copy and waits for its end (`loom_grant_close`).
+/// The handshake that keeps a copy into (or out of) the peer's memory — a granted mapped
+/// Write or Read, a Write placed under a lease (`mapped`) — from outliving the target's
+/// permission: the initiator makes its `copying` word odd (it lives in its own line) before
+/// it looks whether the target closed or revoked its leases, and even again after the copy;
+/// the target, closing or revoking, stores `closed` or a new lease epoch before it looks
+/// whether the initiator copies, and waits until the word is even. The fences make it a
+/// Dekker handshake: either the initiator sees the close or revocation and copies nothing,
+/// or the target sees the copy and waits for its end (`loom_grant_close`).
 pub(crate) mod grant {
-    use crate::sync::{fence, AtomicU32, Ordering};
+    use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 
-    /// Initiator, about to copy: whether the grant still holds (the peer has not closed).
-    /// Call [`copied`] afterwards either way.
+    /// Initiator, about to copy under a grant: whether it still holds (the peer has not
+    /// closed). Call [`copied`] afterwards either way.
     pub(crate) fn start_copy(copying: &AtomicU32, peer_closed: &AtomicU32) -> bool {
-        copying.store(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        announce(copying);
         peer_closed.load(Ordering::Acquire) == 0
+    }
+
+    /// Initiator, about to place a Write under a lease of `epoch`: whether it still holds
+    /// (the peer has neither closed nor revoked). Call [`copied`] afterwards either way.
+    pub(crate) fn start_place(
+        copying: &AtomicU32,
+        peer_closed: &AtomicU32,
+        peer_epoch: &AtomicU64,
+        epoch: u64,
+    ) -> bool {
+        announce(copying);
+        peer_closed.load(Ordering::Acquire) == 0 && peer_epoch.load(Ordering::Acquire) == epoch
+    }
+
+    fn announce(copying: &AtomicU32) {
+        // Only this side writes the word: odd now.
+        let v = copying.load(Ordering::Relaxed);
+        copying.store(v.wrapping_add(1) | 1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 
     /// Initiator: the copy is over (Release: the target's wait then sees every byte of it).
     pub(crate) fn copied(copying: &AtomicU32) {
-        copying.store(0, Ordering::Release);
+        let v = copying.load(Ordering::Relaxed);
+        copying.store(v.wrapping_add(1) & !1, Ordering::Release);
     }
 
-    /// Target, its `closed` word stored: whether the peer is still copying.
+    /// Target: revoke every lease given out (they carry an older epoch). The caller then
+    /// waits while [`peer_copying`].
+    pub(crate) fn revoke(epoch: &AtomicU64) {
+        let v = epoch.load(Ordering::Relaxed);
+        epoch.store(v.wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// Target, its `closed` word or new lease epoch stored: whether the peer is still copying.
     pub(crate) fn peer_copying(peer_copying: &AtomicU32) -> bool {
         fence(Ordering::SeqCst);
-        peer_copying.load(Ordering::Acquire) != 0
+        peer_copying.load(Ordering::Acquire) & 1 != 0
     }
 }
 

@@ -4,10 +4,11 @@
 //!
 //! ```text
 //! offset 0     header line  magic, version, cells, data size (checked by the opener, then ignored)
-//! offset 64    side 0 line  waiting, closed, can_pull, copying, nonce_addr, proof
+//! offset 64    side 0 line  waiting, closed, can_pull, nonce_addr, proof, lease_epoch
 //!                           (written by the active side)
-//! offset 128   side 1 line  the same, written by the passive side
-//! offset 256   channel 0    active → passive
+//! offset 128   side 0 copy  copying (the active side's mapped copies and placed Writes)
+//! offset 192   side 1       the same two lines, written by the passive side
+//! offset 320   channel 0    active → passive
 //! ...          channel 1    passive → active
 //! channel:     +0     consumer line: tail u64, data_tail u64 (written by the consumer)
 //!              +64    cells: N × 64 bytes (written by the producer)
@@ -39,9 +40,9 @@ use crate::ring::{RingMem, CELL, INLINE_MAX, INLINE_OFF};
 use crate::sync::{AtomicU32, AtomicU64};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"NDSHMv01");
-const VERSION: u32 = 1;
-const SIDE_OFF: [usize; 2] = [64, 128];
-const CHAN_OFF: usize = 256;
+const VERSION: u32 = 2;
+const SIDE_OFF: [usize; 2] = [64, 192];
+const CHAN_OFF: usize = 320;
 const PAGE: usize = 4096;
 
 /// The sizes of a segment's rings (both directions use the same).
@@ -80,8 +81,12 @@ impl Params {
     }
 }
 
-/// One side's line: written by that side only.
-#[repr(C)]
+/// One side's two lines: written by that side only. The first is read by the peer on its
+/// data path (`waiting` after each record it publishes, `closed` and `lease_epoch` before each
+/// Write it places), and changes rarely; the second holds the word the side stores around
+/// each copy into the peer's memory, which the peer reads only when it revokes or sleeps, so
+/// a side placing Writes never pulls the line the peer reads away from it.
+#[repr(C, align(64))]
 pub(crate) struct SideLine {
     /// The side is (about to be) asleep: wake it through the socket after a change.
     pub(crate) waiting: AtomicU32,
@@ -90,16 +95,27 @@ pub(crate) struct SideLine {
     /// The side can read its peer's memory (`process_vm_readv` worked on a probe): the peer
     /// may send large messages as RTS records for it to pull.
     pub(crate) can_pull: AtomicU32,
-    /// The side is copying into (or out of) a mapping of its peer's memory that the peer
-    /// granted (`mapped`): the peer, closing, waits for the copy before it lets go.
-    pub(crate) copying: AtomicU32,
+    _pad0: u32,
     /// Where this side keeps the connection's nonce (`Link::nonce`): the peer proves it may
     /// read and write our memory by reading it from there.
     pub(crate) nonce_addr: AtomicU64,
     /// The peer's nonce as this side read it from the peer's memory (`process_vm_readv`):
     /// zero until this side wants to map the peer's shared memory (mapped Writes and Reads).
     pub(crate) proof: [AtomicU64; 2],
+    /// The leases this side (as a target) gave its peer hold while this equals the epoch
+    /// they carry; raised to revoke them all (`mapped`: placed Writes).
+    pub(crate) lease_epoch: AtomicU64,
+    _pad1: [u64; 2],
+    /// Odd while the side copies into (or out of) a mapping of its peer's memory (a granted
+    /// mapped transfer, a placed Write), even otherwise; raised by one at each start and end
+    /// (`ring::grant`). The peer, revoking or closing, waits while it is odd; a peer about to
+    /// sleep looks whether it moved (something may have been placed in its memory).
+    pub(crate) copying: AtomicU32,
 }
+
+// The layout above: two lines, `copying` alone at the start of the second.
+const _: () =
+    assert!(size_of::<SideLine>() == 128 && std::mem::offset_of!(SideLine, copying) == 64);
 
 /// A mapped segment. Unmapped on drop.
 pub(crate) struct Segment {

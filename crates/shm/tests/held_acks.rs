@@ -16,6 +16,10 @@ use netdirect::{NdResult, OpFlags, RequestType};
 
 /// Where the Writes land in the target's buffer.
 const AT: usize = 4096;
+/// The buffers: heap memory (below `Buffer::SHARED_MIN`), so that every Write goes through
+/// the ring and is answered by an ACK (into shared memory a small Write is placed by the
+/// initiator, under a lease, and needs no answer: `placed_writes.rs`).
+const BUF: usize = 32 << 10;
 
 /// Post an INLINE Write of `data` (staged at offset 0 of `from`'s buffer) to `AT` in `to`'s.
 fn write_inline(from: &End, to: &End, ctx: u64, data: &[u8]) {
@@ -53,7 +57,7 @@ fn nothing_for(e: &End, n: usize, what: &str) {
 /// A connected pair whose initiator `c` wrote 8 bytes (message `k`) into the target `s`,
 /// and `s`'s polling pass placed them: the ACK is held.
 fn placed(k: u64) -> (End, End) {
-    let (c, s) = pair(64 << 10);
+    let (c, s) = pair(BUF);
     let data = common::message(k, 8);
     write_inline(&c, &s, 1, &data);
     place(&s, &data);
@@ -76,7 +80,7 @@ fn a_held_ack_goes_with_the_targets_next_poll() {
 /// the bytes follow in the data area).
 #[test]
 fn each_write_of_a_ping_pong_carries_the_ack_of_the_last() {
-    let (c, s) = pair(64 << 10);
+    let (c, s) = pair(BUF);
     let mut k = 0u64;
     for len in [1usize, 8, 32, 33, 200, 1000] {
         for _ in 0..50 {
@@ -138,7 +142,7 @@ fn a_released_queue_pair_sends_the_held_ack_first() {
 /// to send it, and a held ACK makes the descriptor readable for nobody.)
 #[test]
 fn nothing_is_held_once_the_descriptor_is_exported() {
-    let (c, s) = pair(64 << 10);
+    let (c, s) = pair(BUF);
     let _fd = s.adapter.fd();
     let data = common::message(4, 8);
     write_inline(&c, &s, 1, &data);

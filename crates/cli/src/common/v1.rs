@@ -131,9 +131,6 @@ pub(crate) struct V1 {
     windows: std::cell::RefCell<Vec<v1::MemoryWindow>>,
 }
 
-/// A v1 request's SGEs: the tools post one at most.
-const MAX_SGE: usize = 2;
-
 impl V1 {
     /// Open the adapter for `local` (v1: by IP), a CQ of `2 * depth`, a connector, an
     /// endpoint of `depth` each way with `read_limits`, and register `len` bytes at `buf`.
@@ -210,20 +207,21 @@ impl V1 {
         pd
     }
 
-    /// v1 SGEs for `sge` (the tools' posts have none or one; at most [`MAX_SGE`]).
+    /// Run `f` with the v1 SGEs of `sge` (the tools' posts have none or one; two at most),
+    /// made on the stack without a buffer to fill.
     #[inline(always)]
-    fn sges(
+    fn with_sges<R>(
         &self,
         sge: &[Sge],
         inline: bool,
-    ) -> Result<([Sge1; MAX_SGE], usize), netdirect::Error> {
+        f: impl FnOnce(&[Sge1]) -> netdirect::Result<R>,
+    ) -> netdirect::Result<R> {
         let mr = (!inline).then_some(self.mr);
         let conv = |s: &Sge| Sge1::new(s.buffer, s.buffer_length as usize, mr);
-        let none = Sge1::new(std::ptr::null_mut(), 0, None);
         match sge {
-            [] => Ok(([none; MAX_SGE], 0)),
-            [a] => Ok(([conv(a), none], 1)),
-            [a, b] => Ok(([conv(a), conv(b)], 2)),
+            [] => f(&[]),
+            [a] => f(&[conv(a)]),
+            [a, b] => f(&[conv(a), conv(b)]),
             _ => Err(netdirect::Error::new(netdirect::Status::DATA_OVERRUN)),
         }
     }
@@ -232,18 +230,18 @@ impl V1 {
     ///
     /// # Safety
     /// As `IND2QueuePair::Send`.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn send(
         &self,
         ctx: u64,
         sge: &[Sge],
         flags: OpFlags,
     ) -> netdirect::Result<()> {
-        let (buf, n) = self.sges(sge, flags.contains(OpFlags::INLINE))?;
-        let s = &buf[..n];
         let (i, r) = self.send.take(ctx, RequestType::Send);
-        // SAFETY: forwarded contract; the slot stays the ring's until reaped.
-        unsafe { self.ep.send(r, s, flags - OpFlags::INLINE) }?;
+        self.with_sges(sge, flags.contains(OpFlags::INLINE), |s| {
+            // SAFETY: forwarded contract; the slot stays the ring's until reaped.
+            unsafe { self.ep.send(r, s, flags - OpFlags::INLINE) }
+        })?;
         self.send.advance(i);
         Ok(())
     }
@@ -252,13 +250,11 @@ impl V1 {
     ///
     /// # Safety
     /// As `IND2QueuePair::Receive`.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn receive(&self, ctx: u64, sge: &[Sge]) -> netdirect::Result<()> {
-        let (buf, n) = self.sges(sge, false)?;
-        let s = &buf[..n];
         let (i, r) = self.recv.take(ctx, RequestType::Receive);
         // SAFETY: forwarded contract.
-        unsafe { self.ep.receive(r, s) }?;
+        self.with_sges(sge, false, |s| unsafe { self.ep.receive(r, s) })?;
         self.recv.advance(i);
         Ok(())
     }
@@ -277,8 +273,6 @@ impl V1 {
         token: u32,
         flags: OpFlags,
     ) -> netdirect::Result<()> {
-        let (buf, n) = self.sges(sge, flags.contains(OpFlags::INLINE))?;
-        let s = &buf[..n];
         let d = MwDescriptor::new(remote, u64::MAX - remote, token);
         let ty = if write {
             RequestType::Write
@@ -287,21 +281,23 @@ impl V1 {
         };
         let (i, r) = self.send.take(ctx, ty);
         let f = flags - OpFlags::INLINE;
-        // SAFETY: forwarded contract.
-        unsafe {
-            if write {
-                self.ep.write(r, s, &d, 0, f)
-            } else {
-                self.ep.read(r, s, &d, 0, f)
+        self.with_sges(sge, flags.contains(OpFlags::INLINE), |s| {
+            // SAFETY: forwarded contract.
+            unsafe {
+                if write {
+                    self.ep.write(r, s, &d, 0, f)
+                } else {
+                    self.ep.read(r, s, &d, 0, f)
+                }
             }
-        }?;
+        })?;
         self.send.advance(i);
         Ok(())
     }
 
     /// Up to `out.len()` completions, as v2 results (the request context and type the tool
     /// posted with).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_results(&self, out: &mut [NdResult]) -> usize {
         if let [one] = out {
             let mut p = [std::ptr::null_mut()];

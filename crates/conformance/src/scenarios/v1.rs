@@ -95,6 +95,14 @@ pub const V1_SCENARIOS: &[Scenario] = &[
         client: super::v1_data::send_invalidate_client,
     },
     Scenario {
+        name: "v1-send-invalidate-foreign",
+        summary: "SendAndInvalidate naming a window not bound through the connection ends \
+                  the connection: neither side's Receive completes ND_SUCCESS",
+        flow: Flow::Normal,
+        server: super::v1_data::foreign_invalidate_server,
+        client: super::v1_data::foreign_invalidate_client,
+    },
+    Scenario {
         name: "v1-interop-v1-server",
         summary: "a v1 endpoint (server) and a v2 queue pair (client) exchange Sends, and \
                   each Writes and Reads the other's memory",

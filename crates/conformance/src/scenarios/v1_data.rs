@@ -558,3 +558,57 @@ pub(super) fn send_invalidate_client(ctx: &Ctx) -> Check {
     )?;
     Ok(())
 }
+
+/// The server's Receive for a SendAndInvalidate naming no window of this connection: the
+/// connection ends instead (RFC 5040 §8.1.1 item 7), so it does not complete `ND_SUCCESS`.
+pub(super) fn foreign_invalidate_server(ctx: &Ctx) -> Check {
+    let (side, _listen) = server_accepted(ctx)?;
+    let mw = side
+        .adapter
+        .create_memory_window(std::ptr::null_mut())
+        .ctx("CreateMemoryWindow")?;
+    side.recv(10, 128..256).ctx("Receive")?;
+    bind_and_send(&side, &mw, OpFlags::ALLOW_WRITE, 1)?;
+    let got = reap(
+        &side,
+        &side.icq,
+        1,
+        "the Receive of the refused SendAndInvalidate",
+    )?;
+    ensure!(
+        got[0].0 == 0 && got[0].1.status != Status::SUCCESS,
+        "a SendAndInvalidate of a window not bound here must end the connection, got {got:?}"
+    );
+    ctx.linger();
+    Ok(())
+}
+
+pub(super) fn foreign_invalidate_client(ctx: &Ctx) -> Check {
+    let side = client_connected(ctx)?;
+    side.recv(1, 64..128).ctx("Receive")?;
+    reap_one(
+        &side,
+        &side.icq,
+        0,
+        Status::SUCCESS,
+        Some(20),
+        "the descriptor",
+    )?;
+    let d = descriptor_at(&side, MSG_AT);
+    // The same memory under a token the server never bound.
+    let foreign = MwDescriptor::new(d.base(), d.length(), d.token() ^ 0x0101_0000);
+    // SAFETY: zero-byte Send.
+    unsafe {
+        side.ep()
+            .send_and_invalidate(side.slots.at(2), &[], &foreign, OpFlags::empty())
+    }
+    .ctx("SendAndInvalidate of a foreign window")?;
+    // The connection ends: the Receive posted above is flushed (the Send itself may have
+    // completed before the refusal came back).
+    let got = reap(&side, &side.icq, 1, "the Receive after the refusal")?;
+    ensure!(
+        got[0].0 == 1 && got[0].1.status != Status::SUCCESS,
+        "the connection must end after the refused SendAndInvalidate, got {got:?}"
+    );
+    Ok(())
+}

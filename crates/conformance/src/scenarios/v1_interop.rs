@@ -24,10 +24,10 @@ const SECOND_WRITES: u64 = 0xD4;
 const FIRST_WRITES: u64 = 0xB2;
 const SECOND_HOLDS: u64 = 0xC3;
 
-// ---- the v1 halves ----
-
-fn v1_first(side: &V1Side) -> Check {
-    side.put(WIN_AT, &pattern(FIRST, WIN));
+/// Bind a window over this side's window area (read and write) through the endpoint, with
+/// the Bind's `ND_RESULT` in slot `bind`, and send its descriptor to the peer from slot `send`;
+/// the window is returned to be kept while the peer uses it.
+fn expose_window(side: &V1Side, bind: usize, send: usize) -> Check<v1::MemoryWindow> {
     let mw = side
         .adapter
         .create_memory_window(std::ptr::null_mut())
@@ -35,7 +35,7 @@ fn v1_first(side: &V1Side) -> Check {
     // SAFETY: in bounds; the slot is read after reaping.
     let d = unsafe {
         side.ep().bind(
-            side.slots.at(1),
+            side.slots.at(bind),
             side.mr,
             &mw,
             side.buf.as_ptr().add(WIN_AT),
@@ -44,12 +44,12 @@ fn v1_first(side: &V1Side) -> Check {
         )
     }
     .ctx("Bind")?;
-    reap_one(side, &side.ocq, 1, Status::SUCCESS, None, "Bind")?;
+    reap_one(side, &side.ocq, bind, Status::SUCCESS, None, "Bind")?;
     let b = d.to_bytes();
     // SAFETY: inline.
     unsafe {
         side.ep().send(
-            side.slots.at(2),
+            side.slots.at(send),
             &[Sge1::new(b.as_ptr().cast_mut(), 20, None)],
             OpFlags::empty(),
         )
@@ -58,11 +58,19 @@ fn v1_first(side: &V1Side) -> Check {
     reap_one(
         side,
         &side.ocq,
-        2,
+        send,
         Status::SUCCESS,
         Some(20),
         "Send descriptor",
     )?;
+    Ok(mw)
+}
+
+// ---- the v1 halves ----
+
+fn v1_first(side: &V1Side) -> Check {
+    side.put(WIN_AT, &pattern(FIRST, WIN));
+    let _mw = expose_window(side, 1, 2)?;
     reap_one(
         side,
         &side.icq,
@@ -155,41 +163,7 @@ fn v1_second(side: &V1Side) -> Check {
         pattern(FIRST, WIN)[..1024].to_vec(),
         "v1 Read of v2 memory"
     );
-    let mw = side
-        .adapter
-        .create_memory_window(std::ptr::null_mut())
-        .ctx("CreateMemoryWindow")?;
-    // SAFETY: in bounds; the slot is read after reaping.
-    let d = unsafe {
-        side.ep().bind(
-            side.slots.at(5),
-            side.mr,
-            &mw,
-            side.buf.as_ptr().add(WIN_AT),
-            WIN,
-            OpFlags::ALLOW_READ | OpFlags::ALLOW_WRITE,
-        )
-    }
-    .ctx("Bind")?;
-    reap_one(side, &side.ocq, 5, Status::SUCCESS, None, "Bind")?;
-    let b = d.to_bytes();
-    // SAFETY: inline.
-    unsafe {
-        side.ep().send(
-            side.slots.at(6),
-            &[Sge1::new(b.as_ptr().cast_mut(), 20, None)],
-            OpFlags::empty(),
-        )
-    }
-    .ctx("Send descriptor")?;
-    reap_one(
-        side,
-        &side.ocq,
-        6,
-        Status::SUCCESS,
-        Some(20),
-        "Send descriptor",
-    )?;
+    let _mw = expose_window(side, 5, 6)?;
     reap_one(side, &side.icq, 1, Status::SUCCESS, Some(0), "done")?;
     ensure_eq!(
         side.get(WIN_AT + 100, 256),

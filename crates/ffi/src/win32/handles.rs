@@ -74,6 +74,20 @@ pub fn remove(h: HANDLE) -> Option<Object> {
     Some(obj)
 }
 
+/// Close `h` if it still names the overlapped file `f` (an object that entered a handle for
+/// itself lets go of it; the application may have closed it already, and the number been
+/// given to another object since).
+pub fn remove_file(h: HANDLE, f: &Arc<OvFile>) {
+    let Some(i) = index(h) else {
+        return;
+    };
+    let mut t = table().write().unwrap_or_else(|e| e.into_inner());
+    if matches!(t.slots.get(i), Some(Some(Object::File(g))) if Arc::ptr_eq(g, f)) {
+        t.slots[i] = None;
+        t.free.push(i);
+    }
+}
+
 /// The event `h` names, if any.
 pub fn event(h: HANDLE) -> Option<Arc<Event>> {
     match get(h)? {

@@ -22,7 +22,8 @@ pub(crate) struct ListenerInner {
     core: Arc<Core>,
     /// Taken by close: the port stops taking requests at once.
     l: Mutex<Option<Listener>>,
-    event: ConnectEvent,
+    /// The consumer's callback, let go of when the close completes.
+    event: Mutex<Option<ConnectEvent>>,
     paused: AtomicBool,
 }
 
@@ -52,7 +53,7 @@ impl NdkListener {
                 shared,
                 core,
                 l: Mutex::new(Some(l)),
-                event,
+                event: Mutex::new(Some(event)),
                 paused: AtomicBool::new(false),
             }),
         }
@@ -139,8 +140,13 @@ impl NdkListener {
             let _ = c.reject(&[]);
             return;
         }
+        let event = i.event.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(event) = event else {
+            let _ = c.reject(&[]);
+            return;
+        };
         let core = Core::new(ObjectType::Connector, &i.core.disp, &[&i.core]);
-        (i.event)(NdkConnector::new(i.shared.clone(), core, c, true));
+        event(NdkConnector::new(i.shared.clone(), core, c, true));
     }
 
     /// `NdkGetListenerLocalAddress`: the address, with the port port 0 chose.
@@ -182,6 +188,8 @@ impl NdkListener {
                 if let Some(l) = l {
                     let _ = l.cancel_overlapped_requests();
                 }
+                // Nothing calls it any more: the consumer's context goes with the close.
+                drop(me.event.lock().unwrap_or_else(|e| e.into_inner()).take());
             }),
             cb,
         )

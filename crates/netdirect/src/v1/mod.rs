@@ -12,7 +12,7 @@
 //! | [`Connector::create_endpoint`] → [`Endpoint`] | a v2 queue pair; the read limits are kept for Connect/Accept |
 //! | [`Endpoint::bind`] → [`MwDescriptor`] | v2 `Bind`; the descriptor is {address, length, token}, big-endian |
 //! | [`Endpoint::read`]/[`Endpoint::write`] (descriptor, offset) | v2 Read/Write at `ntoh64(Base) + Offset` under `Token` |
-//! | [`Endpoint::send_and_invalidate`] | an RDMAP Send with Invalidate (RFC 5040 §5.3) |
+//! | [`Endpoint::send_and_invalidate`] | the SPI's `send_and_invalidate`: an RDMAP Send with Invalidate (RFC 5040 §5.3) on `tcp`, an INVAL record before the Send on `shm` |
 //! | [`CompletionQueue::get_results`] | v2 `GetResults`; the request context *is* the caller's [`NdResult1`] |
 //!
 //! The wire is the v2 wire, so a v1 endpoint and a v2 queue pair connect to each other.

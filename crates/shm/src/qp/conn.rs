@@ -216,6 +216,9 @@ impl ShmQp {
         g.rx_msg = None;
         g.rx_reg = None;
         g.map_out = MapOut::Idle;
+        // The peer's memory is ours to write no more.
+        g.leases.clear();
+        g.lease_asking = false;
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered (as tcp).
         g.windows.unbind_all(&self.shared.mrs);
@@ -251,6 +254,9 @@ impl ShmQp {
     /// ([`ShmQp::linger`]).
     fn end_for_application(&self, g: &mut Inner, accept_status: Status) {
         g.conn = Conn::Closed;
+        // No Write of the peer's lands in our memory after this (a Terminate, a Disconnect):
+        // its leases die before its records are dropped (`mapped`).
+        self.revoke_leases(g);
         if let Some(link) = &g.link {
             // Nothing is taken from the ring any more: no Receive to wait for.
             link.rx_stalled.store(false, Ordering::Release);
@@ -311,6 +317,7 @@ impl ShmQp {
             return Ok(());
         }
         g.prod.push_inline(&tx, kind::RTR, 0, &Owned(&[]), 0, 0);
+        g.prod.mark();
         link.wake_peer();
         self.progress_locked(&mut g);
         Ok(())

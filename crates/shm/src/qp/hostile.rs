@@ -166,6 +166,58 @@ fn a_riding_ack_only_on_a_write_that_answers_one() {
     }
 }
 
+/// An ACK carrying a lease (`mapped`: placed Writes) answers only a Write that asked for one:
+/// for a Write that did not ask (a zero-length one never does) it breaks the protocol and
+/// the connection ends; a plain one completes it. A lease naming memory that was never sent
+/// to us is taken as a refusal: the Write completes and the connection goes on.
+#[test]
+#[allow(unsafe_code)]
+fn a_lease_only_for_a_write_that_asked() {
+    let (msg, ack) = (u32::from(kind::MSG), u32::from(kind::ACK));
+    let lease = [0xAB; LEASE_LEN as usize];
+    for case in 0..3 {
+        let (mut victim, attacker) = connect();
+        let len = if case == 2 { 8 } else { 0 };
+        if case == 2 {
+            // The Write asks once we have proved ourselves to the peer, which needs the
+            // peer's side set up (its nonce published).
+            let link = ShmQp::downcast(&victim.qp).and_then(|q| q.link().cloned());
+            let link = link.expect("connected");
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !link.prove() {
+                assert!(
+                    std::time::Instant::now() < end,
+                    "cannot read the peer's nonce"
+                );
+                std::thread::yield_now();
+            }
+        }
+        let sge = Sge::new(victim.buf.as_mut_ptr().wrapping_add(512), len, victim.token);
+        // SAFETY: INLINE: the bytes are read during the call. (Token 0 is never asked for.)
+        unsafe { victim.qp.write(5, &[sge], 0, 0x100, OpFlags::INLINE) }.expect("Write");
+        let mut f = Forger::new(&attacker);
+        match case {
+            1 => f.record(ack, 0, 0, &[]),
+            _ => f.record(ack, lease.len() as u32, 0, &lease),
+        }
+        f.record(msg, 8, 0, &[]);
+        f.wake();
+        let want = if case == 0 {
+            Status::CANCELED
+        } else {
+            Status::SUCCESS
+        };
+        for ctx in [5, 1] {
+            let r = next(&victim.cq);
+            assert_eq!(
+                (r.request_context, r.status),
+                (ctx, want),
+                "case {case}: {r:?}"
+            );
+        }
+    }
+}
+
 /// The ACK a polling pass held rides on the next INLINE Write: one record, not two.
 #[test]
 #[allow(unsafe_code)]

@@ -53,18 +53,23 @@ use crate::adapter::Shared;
 use crate::bias::{BiasedGuard, BiasedMutex};
 use crate::cq::ShmCq;
 use crate::link::Link;
-use crate::ring::{Consumer, Desc, Producer, INLINE_MAX};
+use crate::mapped::Lease;
+use crate::ring::{Consumer, Desc, Producer, INLINE_MAX, LEASE_LEN};
 use crate::srq::ShmSrq;
 use netdirect_spi::kit::srq::Seg as SrqSeg;
 
 mod conn;
 mod onesided;
+mod place;
 mod post;
 mod rx;
 mod tx;
 
 /// Largest RDMA Write that travels in one cell with its descriptor.
 const WRITE_INLINE_MAX: usize = INLINE_MAX - Desc::LEN;
+
+/// Leases on the peer's regions kept at once (initiator side, `mapped`).
+const MAX_LEASES: usize = 4;
 
 /// Most SGEs an INLINE request may carry (the SGE limit does not apply to them), as in `tcp`.
 const MAX_INLINE_SGE: usize = 64;
@@ -125,6 +130,8 @@ struct SendWr {
     /// A Send in more than one record (RTS, or chunks): its number among the messages we
     /// started (`Inner::tx_msgs`), which an RNR record names.
     msn: Option<u32>,
+    /// A Write whose WRITE record asks for a lease (`flag::LEASE`): its ACK answers that.
+    lease_ask: bool,
 }
 
 impl SendWr {
@@ -138,6 +145,7 @@ impl SendWr {
             awaiting: false,
             error: None,
             msn: None,
+            lease_ask: false,
         }
     }
 }
@@ -164,8 +172,8 @@ enum Sink {
     /// A Send: the front Receive.
     Recv,
     /// The peer's RDMA Write: our memory at this address (checked when the Write began; the
-    /// registration is held in `Inner::rx_reg`).
-    Write(u64),
+    /// registration is held in `Inner::rx_reg`); whether it asked for a lease (`place`).
+    Write(u64, bool),
     /// The response to our front Read: its sink segments.
     Read,
 }
@@ -184,6 +192,8 @@ struct RxMsg {
 #[derive(Debug)]
 enum Answer {
     Ack,
+    /// An ACK that grants a lease ([`Lease::encode`](crate::mapped::Lease::encode)'s bytes).
+    Lease([u8; LEASE_LEN as usize]),
     Read(Resp),
     /// The mapped Write or Read may go into (out of) our shared memory `id` at `off`
     /// (`mapped`).
@@ -205,7 +215,7 @@ impl Answer {
     /// each): the CHUNK records of a message partly in the ring must follow each other, and
     /// any other answer waits until the message is in (`ShmQp::push_answers`).
     fn goes_mid_message(&self) -> bool {
-        matches!(self, Self::Ack | Self::Done { .. })
+        matches!(self, Self::Ack | Self::Lease(_) | Self::Done { .. })
     }
 }
 
@@ -302,6 +312,16 @@ struct Inner {
     srq_scratch: Vec<SrqSeg>,
     /// On the SRQ's stalled list.
     srq_listed: bool,
+    /// Leases on regions of the peer's memory (initiator side, `mapped`: placed Writes).
+    /// At most [`MAX_LEASES`], the newest first; on the heap, off the Send path's lines.
+    leases: Vec<Lease>,
+    /// Target tokens whose last lease request was refused: not asked again soon.
+    lease_denied: [u32; 4],
+    /// A WRITE of ours asking for a lease awaits its ACK (one at a time).
+    lease_asking: bool,
+    /// We granted the peer leases that may still hold (target side): a Deregister's copy
+    /// barrier and the end of the connection revoke them.
+    leased: bool,
 }
 
 impl Inner {
@@ -351,6 +371,10 @@ impl Inner {
             cache: LocalCache::default(),
             srq_scratch,
             srq_listed: false,
+            leases: Vec::new(),
+            lease_denied: [0; 4],
+            lease_asking: false,
+            leased: false,
         }
     }
 
@@ -484,9 +508,22 @@ impl ShmQp {
         self.inner.lock()
     }
 
-    /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`).
+    /// Take and release the lock: what held it is over (`Engine::fence_queue_pairs`, a
+    /// Deregister's copy barrier). A registration went: the leases we granted the peer are
+    /// revoked, and a Write it was placing under one is over, when this returns (`mapped`).
     pub(crate) fn fence(&self) {
-        drop(self.lock());
+        let mut g = self.lock();
+        self.revoke_leases(&mut g);
+    }
+
+    /// Revoke the leases we granted the peer, if any (target side; `mapped`).
+    fn revoke_leases(&self, g: &mut Inner) {
+        if g.leased {
+            g.leased = false;
+            if let Some(link) = self.link.get() {
+                link.revoke_leases();
+            }
+        }
     }
 
     fn complete_recv(&self, context: u64, status: Status, bytes: u32, solicited: bool) {

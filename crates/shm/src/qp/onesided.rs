@@ -121,7 +121,11 @@ impl ShmQp {
                 // cache's copy of its range and rights and takes no reference: the copy ends
                 // under this queue pair's lock, which a Deregister waits for
                 // (`LocalCache::covers`, the adapter's copy barrier).
+                // A Write may ask for a lease on its region (`place`): checked the long way,
+                // for the registration.
+                let ask = r.flags & crate::ring::flag::LEASE != 0;
                 let cached = inline == total
+                    && !ask
                     && g.rcache.covers(
                         &self.shared.mrs,
                         d.token,
@@ -143,8 +147,13 @@ impl ShmQp {
                     // SAFETY: `seg` passed the remote-write check against a registration that
                     // stays live across the copy: held in `reg`, or (cached) kept by the lock.
                     unsafe { mem::copy(&src, &seg, total as usize) };
+                    let lease = match ask {
+                        true => self.grant_lease(g, link, reg.as_deref()),
+                        false => None,
+                    };
                     drop(reg);
-                    g.answers.push_back(Answer::Ack);
+                    g.answers
+                        .push_back(lease.map_or(Answer::Ack, Answer::Lease));
                 } else {
                     // The bytes follow as CHUNK records.
                     g.rx_reg = reg;
@@ -152,7 +161,7 @@ impl ShmQp {
                         pos: 0,
                         total,
                         solicited: false,
-                        sink: Sink::Write(d.addr),
+                        sink: Sink::Write(d.addr, ask),
                     });
                 }
                 Served::Done

@@ -23,7 +23,7 @@ impl ShmQp {
     /// case of a small Send from the buffer used last), checked without taking a reference
     /// (`LocalCache::covers`): the bytes are copied out before the post returns, under the
     /// lock, and a Deregister waits for that (the adapter's copy barrier, `adapter::open`).
-    fn cached_readable(&self, g: &Inner, sge: &[Sge]) -> bool {
+    pub(super) fn cached_readable(&self, g: &Inner, sge: &[Sge]) -> bool {
         sge.iter().all(|s| {
             g.cache.covers(
                 &self.shared.mrs,
@@ -199,6 +199,7 @@ impl ShmQp {
             0
         };
         g.prod.push_inline(&tx, kind::MSG, f, src, 0, len);
+        g.prod.mark();
         g.tx_msgs = g.tx_msgs.wrapping_add(1);
         link.wake_peer();
         true
@@ -234,6 +235,21 @@ impl ShmQp {
             self.complete_wr(&wr, Status::CANCELED);
             return Ok(());
         }
+        if let Op::Write(d) = op {
+            // Placed into the peer's memory within the post, under a lease (`mapped`), it
+            // completes now, or in its turn behind requests awaiting their answers.
+            // SAFETY: the poster's contract for INLINE memory; `try_place` checks the rest.
+            if unsafe { self.try_place(&mut g, d, sge, total, inline) } {
+                self.push_held_acks(&mut g);
+                if g.sq.is_empty() {
+                    self.complete_wr(&wr, Status::SUCCESS);
+                } else {
+                    g.sq.push_bare(wr);
+                    g.in_ring += 1;
+                }
+                return Ok(());
+            }
+        }
         if is_read && g.ord == 0 {
             // The connection grants no outbound Reads (Connect/Accept outboundReadLimit 0, or
             // a peer with IRD 0): the Read can never be issued. It completes
@@ -260,8 +276,11 @@ impl ShmQp {
                     // SAFETY: INLINE memory is readable during this call (the poster's
                     // contract); it is copied into the ring within this call.
                     let src = unsafe { InlineSges::new(sge) };
-                    match self.try_push_write_inline(&mut g, d, &src, total as usize, ack) {
+                    let mut asked = false;
+                    let n = total as usize;
+                    match self.try_push_write_inline(&mut g, d, &src, n, ack, &mut asked) {
                         Some(true) => {
+                            wr.lease_ask = asked;
                             if ack {
                                 g.answers.pop_front();
                                 self.release_acks(&mut g);
@@ -311,8 +330,9 @@ impl ShmQp {
     /// within the post, if there is room for all of it: one cell with its descriptor when at
     /// most [`WRITE_INLINE_MAX`] bytes, else the descriptor and one CHUNK record. Nothing is
     /// captured, so nothing is allocated. With `ack`, the WRITE record carries the ACK owed
-    /// to the peer ([`flag::ACK`]; the caller takes it off `answers`). `Some(true)` pushed,
-    /// `Some(false)` no room, `None` the connection ended.
+    /// to the peer ([`flag::ACK`]; the caller takes it off `answers`). It may ask for a lease
+    /// (`asked`, `flag::LEASE`). `Some(true)` pushed, `Some(false)` no room,
+    /// `None` the connection ended.
     fn try_push_write_inline<G: crate::ring::Gather>(
         &self,
         g: &mut Inner,
@@ -320,6 +340,7 @@ impl ShmQp {
         src: &G,
         len: usize,
         ack: bool,
+        asked: &mut bool,
     ) -> Option<bool> {
         let link = self.link.get()?;
         let tx = link.tx();
@@ -340,7 +361,26 @@ impl ShmQp {
             }
         }
         let head = d.encode();
-        let f = if ack { flag::ACK } else { 0 };
+        let mut f = if ack { flag::ACK } else { 0 };
+        let Inner {
+            leases,
+            lease_denied,
+            map_denied,
+            lease_asking,
+            ..
+        } = &mut *g;
+        *asked = super::place::wants_lease(
+            link,
+            self.shared.config.map_min,
+            d.token,
+            len as u64,
+            leases,
+            [&lease_denied[..], &map_denied[..]],
+            lease_asking,
+        );
+        if *asked {
+            f |= flag::LEASE;
+        }
         if small {
             let src = Prefixed {
                 head: &head,
@@ -354,8 +394,53 @@ impl ShmQp {
                 .push_header(&tx, kind::WRITE, f, len as u32, h, 0, Desc::LEN);
             g.prod.push_chunk(&tx, flag::LAST, len as u32, src, 0, len);
         }
+        g.prod.mark();
         link.wake_peer();
         Some(true)
+    }
+}
+
+impl ShmQp {
+    /// ND v1's `SendAndInvalidate`: an INVAL record naming the peer's window, then the Send.
+    /// The record goes into the ring within the call, so only when nothing queued waits to go
+    /// in before it (else `ND_NO_MORE_ENTRIES`, v1's "the queue is full": retry once the
+    /// earlier requests completed); the Send's own checks come first, so a Send that would be
+    /// refused invalidates nothing.
+    ///
+    /// # Safety
+    /// As [`traits::QueuePair::send`](netdirect_spi::traits::QueuePair::send).
+    unsafe fn send_invalidating(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        {
+            let mut g = self.lock();
+            self.check_initiator_post(&g, sge, flags)?;
+            if g.conn == Conn::Established {
+                let Some(link) = self.link.get() else {
+                    return fail(Status::CONNECTION_INVALID);
+                };
+                let tx = link.tx();
+                let clear = g.sq.len() == g.in_ring && g.answers.is_empty();
+                match g.prod.has_room(&tx, 0) {
+                    Ok(true) if clear => {
+                        g.prod
+                            .push_header(&tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
+                    }
+                    Ok(_) => return fail(Status::NO_MORE_ENTRIES),
+                    Err(Violation) => {
+                        self.close(&mut g, Status::CONNECTION_REFUSED);
+                        return fail(Status::CONNECTION_INVALID);
+                    }
+                }
+            }
+            // Not established: the Send below is flushed or refused as any Send.
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.post_send(context, sge, flags) }
     }
 }
 
@@ -401,6 +486,17 @@ impl Posts for ShmQp {
                 unsafe { self.post_rdma(context, sge, flags, Op::Write(d)) }
             }
         }
+    }
+
+    unsafe fn post_send_and_invalidate(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        remote_token: u32,
+        flags: OpFlags,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract. The token travels in host order, as a Desc's does.
+        unsafe { self.send_invalidating(context, sge, u32::from_be(remote_token), flags) }
     }
 
     /// `Receive`.

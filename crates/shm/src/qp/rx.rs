@@ -4,6 +4,9 @@
 
 use std::sync::atomic::Ordering;
 
+use netdirect_spi::kit::mr::Kind;
+use netdirect_spi::kit::mw;
+
 use netdirect_spi::{NdResult, Status};
 
 use super::{
@@ -12,7 +15,7 @@ use super::{
 use crate::cq::ShmCq;
 use crate::link::Link;
 use crate::mem::{self, OwnedMut, Seg, Segs};
-use crate::ring::{flag, kind, Violation, RTS_MAX_SGES};
+use crate::ring::{flag, kind, Violation, LEASE_LEN, RTS_MAX_SGES};
 
 /// The common record, alone: `r` (just peeked, a MSG record: callers test the kind first, so
 /// other records skip it) is a whole message in its cell, and the front Receive, posted on
@@ -116,8 +119,11 @@ impl ShmQp {
                     } else if !self.mapped_copy(g, link, &cell, r.total) {
                         return self.violation(g);
                     }
-                    // The memory's MAP message, if any, was taken by `mapped_copy`.
-                    link.maps.asking(false);
+                    // The memory's MAP message, if any, was taken by `mapped_copy` (a lease
+                    // asked for still takes its own).
+                    if !g.lease_asking {
+                        link.maps.asking(false);
+                    }
                     continue;
                 }
                 kind::DONE => {
@@ -131,7 +137,19 @@ impl ShmQp {
                 }
                 kind::ACK => {
                     // The peer pulled our RTS message or placed our Write: it is complete.
-                    if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
+                    if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_)))
+                        || (r.len != 0 && r.len != LEASE_LEN)
+                    {
+                        return self.violation(g);
+                    }
+                    // It may answer the Write's request for a lease (`place`).
+                    let mut lease = [0u8; LEASE_LEN as usize];
+                    let granted = r.len == LEASE_LEN;
+                    if granted {
+                        g.cons
+                            .read_inline(&rx, lease.len(), &mut OwnedMut(&mut lease), 0);
+                    }
+                    if !self.lease_answered(g, link, granted.then_some(&lease)) {
                         return self.violation(g);
                     }
                     self.answered(g);
@@ -218,6 +236,8 @@ impl ShmQp {
                         if !matches!(self.awaited(g), Some(Op::Send | Op::Write(_))) {
                             return self.violation(g);
                         }
+                        // A plain ACK: a lease asked for is refused.
+                        self.lease_answered(g, link, None);
                         self.answered(g);
                     }
                     match self.serve(g, link, r) {
@@ -254,6 +274,26 @@ impl ShmQp {
                         });
                     } else {
                         return self.violation(g);
+                    }
+                    g.cons.advance();
+                    consumed = true;
+                    continue;
+                }
+                kind::INVAL => {
+                    // ND v1's SendAndInvalidate (RFC 5040 §5.3): only a window bound through
+                    // this queue pair may be invalidated by the peer (§8.1.1 item 7, as tcp).
+                    if g.rx_msg.is_some() {
+                        return self.violation(g);
+                    }
+                    match self.shared.mrs.lookup(r.total) {
+                        Some(w)
+                            if w.kind == Kind::Window
+                                && w.bound_qp.load(Ordering::Acquire) == self.id =>
+                        {
+                            mw::unbind(&self.shared.mrs, &w);
+                            g.windows.forget(&w);
+                        }
+                        _ => return self.refuse(g, link),
                     }
                     g.cons.advance();
                     consumed = true;
@@ -314,7 +354,7 @@ impl ShmQp {
             }
             // The registration is re-checked for every chunk of a Write: a Deregister or
             // Invalidate meanwhile refuses the rest, as tcp checks each segment.
-            if matches!(m.sink, Sink::Write(_)) && !g.rx_reg.as_ref().is_some_and(|r| r.is_valid())
+            if matches!(m.sink, Sink::Write(..)) && !g.rx_reg.as_ref().is_some_and(|r| r.is_valid())
             {
                 return self.refuse(g, link);
             }
@@ -324,7 +364,7 @@ impl ShmQp {
                 let segs: &[Seg] = match m.sink {
                     Sink::Recv => rq.front().expect("checked when the message began").1,
                     Sink::Read => sq.front().expect("checked by the RRESP record").1,
-                    Sink::Write(addr) => {
+                    Sink::Write(addr, _) => {
                         target = mem::target(addr, m.total);
                         std::slice::from_ref(&target)
                     }
@@ -352,9 +392,14 @@ impl ShmQp {
                         );
                     }
                     Sink::Read => self.answered(g),
-                    Sink::Write(_) => {
-                        g.rx_reg = None;
-                        g.answers.push_back(Answer::Ack);
+                    Sink::Write(_, ask) => {
+                        let reg = g.rx_reg.take();
+                        let lease = match ask {
+                            true => self.grant_lease(g, link, reg.as_deref()),
+                            false => None,
+                        };
+                        g.answers
+                            .push_back(lease.map_or(Answer::Ack, Answer::Lease));
                     }
                 }
             } else {

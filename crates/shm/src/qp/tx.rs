@@ -57,6 +57,10 @@ impl ShmQp {
                 Answer::Ack => g.prod.has_room(tx, 0)?.then(|| {
                     g.prod.push_inline(tx, kind::ACK, 0, &Owned(&[]), 0, 0);
                 }),
+                Answer::Lease(b) => g.prod.has_room(tx, 0)?.then(|| {
+                    let n = b.len();
+                    g.prod.push_inline(tx, kind::ACK, 0, &Owned(b), 0, n);
+                }),
                 Answer::Read(_) => self.push_resp(g, tx)?.then_some(()),
                 &Answer::Grant { id, off, len } => g.prod.has_room(tx, 0)?.then(|| {
                     let mut b = [0u8; 16];
@@ -168,6 +172,9 @@ impl ShmQp {
                 map_out,
                 map_denied,
                 tx_msgs,
+                leases,
+                lease_denied,
+                lease_asking,
                 ..
             } = &mut *g;
             // Requests go into the ring in post order while earlier ones wait for answers
@@ -202,6 +209,8 @@ impl ShmQp {
             let mut rts = false;
             // A Send of more than one record started: its message number (`SendWr::msn`).
             let mut started = None;
+            // A Write that asks for a lease (`mapped`: placed Writes).
+            let mut asked = false;
             // Whether the request is now fully in the ring (or, for Bind and Invalidate, done).
             let done = match wr.op {
                 Op::Bind | Op::Invalidate => true,
@@ -280,16 +289,36 @@ impl ShmQp {
                                 rest: &src,
                             };
                             let n = Desc::LEN + total as usize;
-                            prod.push_header(&tx, kind::WRITE, 0, total as u32, &p, 0, n);
+                            asked = super::place::wants_lease(
+                                link,
+                                map_min,
+                                d.token,
+                                total,
+                                leases,
+                                [&lease_denied[..], &map_denied[..]],
+                                lease_asking,
+                            );
+                            let f = if asked { flag::LEASE } else { 0 };
+                            prod.push_header(&tx, kind::WRITE, f, total as u32, &p, 0, n);
                             pushed = true;
                             true
                         }
                         Ok(true) => {
                             // The descriptor now, the bytes as CHUNK records below.
+                            asked = super::place::wants_lease(
+                                link,
+                                map_min,
+                                d.token,
+                                total,
+                                leases,
+                                [&lease_denied[..], &map_denied[..]],
+                                lease_asking,
+                            );
+                            let f = if asked { flag::LEASE } else { 0 };
                             prod.push_header(
                                 &tx,
                                 kind::WRITE,
-                                0,
+                                f,
                                 total as u32,
                                 &Owned(&head),
                                 0,
@@ -425,8 +454,12 @@ impl ShmQp {
                 return;
             }
             if !finished {
-                if let (Some(m), Some((w, _))) = (started, sq.get_mut(i)) {
-                    w.msn = Some(m);
+                if let Some((w, _)) = sq.get_mut(i) {
+                    if let Some(m) = started {
+                        w.msn = Some(m);
+                    }
+                    // The header asked; its chunks follow later.
+                    w.lease_ask |= asked;
                 }
                 break;
             }
@@ -442,6 +475,7 @@ impl ShmQp {
             };
             if let Some((wr, _)) = sq.get_mut(i) {
                 wr.awaiting = wait;
+                wr.lease_ask |= asked;
                 if started.is_some() {
                     wr.msn = started;
                 }
@@ -454,6 +488,8 @@ impl ShmQp {
         self.complete_front(g);
         if pushed {
             g.wake_owed = true;
+            // Counting answers too: a placed Write waits for the peer to take them as well.
+            g.prod.mark();
         }
         self.flush_wake(g);
         if blocked && g.conn == Conn::Established {

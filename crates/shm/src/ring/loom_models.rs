@@ -412,3 +412,45 @@ fn loom_grant_close() {
         initiator.join().unwrap();
     });
 }
+
+/// A Write placed under a lease against the target's revocation (`grant::revoke`, as a
+/// Deregister's copy barrier or the end of the connection does): once the target's wait is
+/// over, no placement can touch its memory (loom flags any concurrent access to the cell).
+#[test]
+fn loom_lease_revoke() {
+    struct Shared {
+        copying: AtomicU32,
+        closed: AtomicU32,
+        epoch: AtomicU64,
+        memory: loom::cell::UnsafeCell<u32>,
+    }
+    // SAFETY: `memory` is accessed only as the handshake allows, which loom checks.
+    unsafe impl Sync for Shared {}
+    model(|| {
+        let s = Arc::new(Shared {
+            copying: AtomicU32::new(0),
+            closed: AtomicU32::new(0),
+            epoch: AtomicU64::new(0),
+            memory: loom::cell::UnsafeCell::new(0),
+        });
+        let s2 = s.clone();
+        let initiator = loom::thread::spawn(move || {
+            // Two placements under the lease of epoch 0.
+            for v in [7, 8] {
+                if grant::start_place(&s2.copying, &s2.closed, &s2.epoch, 0) {
+                    // SAFETY: the handshake under test.
+                    s2.memory.with_mut(|p| unsafe { *p = v });
+                }
+                grant::copied(&s2.copying);
+            }
+        });
+        grant::revoke(&s.epoch);
+        while grant::peer_copying(&s.copying) {
+            loom::thread::yield_now();
+        }
+        // The target reuses its memory (a Deregister returned).
+        // SAFETY: the handshake under test.
+        s.memory.with_mut(|p| unsafe { *p = 1 });
+        initiator.join().unwrap();
+    });
+}

@@ -107,8 +107,9 @@ impl V1AdapterObj {
 
 impl Drop for V1AdapterObj {
     fn drop(&mut self) {
-        // The handle goes with the adapter (the objects' requests keep the file itself).
-        let _ = handles::remove(self.handle as HANDLE);
+        // The handle goes with the adapter (the objects' requests keep the file itself),
+        // unless the application closed it already (v1 allows that: nothing breaks).
+        handles::remove_file(self.handle as HANDLE, &self.file);
     }
 }
 
