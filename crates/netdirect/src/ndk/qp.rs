@@ -173,9 +173,9 @@ impl NdkQp {
 
     /// `NdkSendAndInvalidate`: a Send that also invalidates the peer's window (or region)
     /// named by `remote_token` once the message has landed (RDMAP Send with Invalidate, RFC
-    /// 5040 §5.3). NDK lets a consumer use it only with a peer known to support it. `tcp`
-    /// carries it; `shm` answers `STATUS_NOT_SUPPORTED` (inline, so no CQ entry). The peer's
-    /// completion is an ordinary receive.
+    /// 5040 §5.3; both providers carry it). NDK lets a consumer use it only with a peer
+    /// known to support it; a provider without it answers `STATUS_NOT_SUPPORTED` (inline, so
+    /// no CQ entry). The peer's completion is an ordinary receive.
     ///
     /// # Safety
     /// As [`QueuePair::send`].
