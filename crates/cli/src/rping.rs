@@ -85,8 +85,19 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Some(role) = args.peer.start()? else {
         return Ok(());
     };
-    args.peer
-        .serve(role, |role| run_as(args, role, &plan, &provider))
+    args.peer.serve(role, |role| {
+        if args.api.api == common::Api::Ndk {
+            let run = crate::ndk_rping::Run {
+                read: args.op == Op::Read,
+                op_name: args.op.name(),
+                pipeline: args.pipeline,
+                server_ird: SERVER_IRD,
+                sweep_time: SWEEP_TIME,
+            };
+            return crate::ndk_rping::run_as(&args.peer, &run, role, &plan, &provider);
+        }
+        run_as(args, role, &plan, &provider)
+    })
 }
 
 /// One run as `role`.

@@ -1,7 +1,7 @@
 //! NDK connections between separate processes, on both providers, over 127.0.0.1 and ::1:
 //! the connect event hands over a provider-created connector, Accept, data, the disconnect
 //! event; Reject, close-without-Accept and paused connect events refusing; and NDK talking to
-//! ND v2 both ways.
+//! ND v2 and ND v1 both ways.
 
 mod ndk_common;
 
@@ -184,6 +184,88 @@ fn v2_client(cfg: &Cfg, at: SocketAddr) -> netdirect::Result<()> {
     Ok(())
 }
 
+/// The client through ND v1 (`netdirect::v1`): Connect with protocol 6, CompleteConnect, an
+/// inline Send with its caller-owned `ND_RESULT`, Disconnect.
+fn v1_client(cfg: &Cfg, at: SocketAddr) -> netdirect::Result<()> {
+    use netdirect::v1;
+    let a = v1::Provider::open(&cfg.provider)?.open_adapter(cfg.addr(0))?;
+    let cq = a.create_completion_queue(16)?;
+    let c = a.create_connector()?;
+    let ep = c.create_endpoint(&cq, &cq, 4, 4, 1, 1, 0, 0, None)?;
+    c.connect(&ep, at, v1::PROTOCOL_TCP, 0, HELLO)?.wait()?;
+    let mut pdata = [0u8; 64];
+    let n = c.get_connection_data(None, None, &mut pdata)?;
+    assert_eq!(&pdata[..n], WELCOME);
+    c.complete_connect()?.wait()?;
+    let mut result = v1::NdResult1::PENDING;
+    let sge = v1::Sge1 {
+        addr: MESSAGE.as_ptr().cast_mut(),
+        length: MESSAGE.len(),
+        mr: None,
+    };
+    // SAFETY: an inline Send (no registration) copies the bytes during the call; `result`
+    // outlives the request, which completes below.
+    unsafe { ep.send(&mut result, &[sge], OpFlags::empty())? };
+    let mut done = [std::ptr::null_mut(); 1];
+    let deadline = std::time::Instant::now() + BOUND;
+    while cq.get_results(&mut done) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no completion");
+        std::thread::yield_now();
+    }
+    assert_eq!(done[0], std::ptr::addr_of_mut!(result));
+    assert_eq!(result.status, netdirect::Status::SUCCESS);
+    c.disconnect()?.wait()?;
+    say("ok");
+    Ok(())
+}
+
+/// The server through ND v1: Listen (protocol 6, an assigned port), a connection request
+/// into a connector, a Receive, Accept, the message, the peer's disconnect.
+fn v1_server(cfg: &Cfg) -> netdirect::Result<()> {
+    use netdirect::v1;
+    let a = v1::Provider::open(&cfg.provider)?.open_adapter(cfg.addr(0))?;
+    let cq = a.create_completion_queue(16)?;
+    let mut port = 0u16;
+    let l = a.listen(0, v1::PROTOCOL_TCP, 0, Some(&mut port))?;
+    say(format!(
+        "listening {}",
+        SocketAddr::new(cfg.ip, u16::from_be(port))
+    ));
+    let c = a.create_connector()?;
+    l.get_connection_request(&c)?.wait()?;
+    let ep = c.create_endpoint(&cq, &cq, 4, 4, 1, 1, 0, 0, None)?;
+    let mut buf = [0u8; 64];
+    let at = buf.as_mut_ptr();
+    // SAFETY: `buf` outlives the registration and is read after the Receive completed.
+    let (mr, registered) = unsafe { a.register_memory(at, 64)? };
+    registered.wait()?;
+    let mut result = v1::NdResult1::PENDING;
+    let sge = v1::Sge1 {
+        addr: at,
+        length: 64,
+        mr: Some(mr),
+    };
+    // SAFETY: as above; `result` outlives the Receive.
+    unsafe { ep.receive(&mut result, &[sge])? };
+    let mut pdata = [0u8; 64];
+    let n = c.get_connection_data(None, None, &mut pdata)?;
+    assert_eq!(&pdata[..n], HELLO);
+    c.accept(&ep, WELCOME)?.wait()?;
+    let gone = c.notify_disconnect()?;
+    let mut done = [std::ptr::null_mut(); 1];
+    let deadline = std::time::Instant::now() + BOUND;
+    while cq.get_results(&mut done) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no completion");
+        std::thread::yield_now();
+    }
+    assert_eq!(result.status, netdirect::Status::SUCCESS);
+    // SAFETY: the Receive completed.
+    assert_eq!(&buf[..result.bytes_transferred], MESSAGE);
+    gone.wait()?;
+    say("ok");
+    Ok(())
+}
+
 /// The refusing server: the first request is rejected, the second closed without Accept,
 /// then connect events are paused (the third is refused as if nobody listened), then
 /// resumed (the fourth is accepted).
@@ -283,6 +365,8 @@ fn child() -> bool {
         "ndk-client" => ndk_client(&cfg, at()),
         "v2-server" => v2_server(&cfg).expect("v2 server"),
         "v2-client" => v2_client(&cfg, at()).expect("v2 client"),
+        "v1-server" => v1_server(&cfg).expect("v1 server"),
+        "v1-client" => v1_client(&cfg, at()).expect("v1 client"),
         "reject-server" => reject_server(&cfg),
         "reject-client" => reject_client(&cfg, at()),
         other => panic!("unknown role {other}"),
@@ -364,5 +448,25 @@ fn reject_close_without_accept_and_paused_events_refuse() {
             ("server", "resumed"),
             ("client", "done"),
         ],
+    );
+}
+
+#[test]
+fn ndk_listener_serves_a_v1_client() {
+    pair(
+        "ndk_listener_serves_a_v1_client",
+        "ndk-server",
+        "v1-client",
+        &[],
+    );
+}
+
+#[test]
+fn ndk_connector_reaches_a_v1_listener() {
+    pair(
+        "ndk_connector_reaches_a_v1_listener",
+        "v1-server",
+        "ndk-client",
+        &[],
     );
 }

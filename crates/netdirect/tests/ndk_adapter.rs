@@ -59,6 +59,7 @@ fn versions_negotiate_as_ndis_says() {
 fn adapter_info_limits_and_what_is_not_offered() {
     for cfg in cfgs() {
         let a = cfg.open();
+        let calls = Calls::default();
         let info = a.query_adapter_info();
         let v2 = a.as_v2().query();
         assert_eq!(info.max_cq_depth, v2.max_completion_queue_depth);
@@ -83,6 +84,21 @@ fn adapter_info_limits_and_what_is_not_offered() {
             cq.control_cq_interrupt_moderation(10, 10),
             NtStatus::NOT_SUPPORTED
         );
+        // NdkResizeCq: a request with a completion callback, inline here.
+        let resizable = info.adapter_flags & 0x100 != 0;
+        let s = call(&calls, |cb| cq.resize_cq(32, cb));
+        let want = if resizable {
+            NtStatus::SUCCESS
+        } else {
+            NtStatus::NOT_SUPPORTED
+        };
+        assert_eq!(s, want);
+        if resizable {
+            assert_eq!(
+                call(&calls, |cb| cq.resize_cq(0, cb)),
+                NtStatus::INVALID_PARAMETER
+            );
+        }
         assert_eq!(
             a.create_cq(0, |_| {}, None).err(),
             Some(NtStatus::INVALID_PARAMETER)
@@ -93,6 +109,17 @@ fn adapter_info_limits_and_what_is_not_offered() {
         );
         let pd = a.create_pd().expect("pd");
         assert_eq!(pd.create_mr(true).err(), Some(NtStatus::NOT_SUPPORTED));
+        // NdkModifySrq: beyond MaxSrqDepth is an invalid parameter, inline or not.
+        if info.max_srq_depth > 0 {
+            let srq = pd.create_srq(4, 1, 0, None, None).expect("srq");
+            let s = call(&calls, |cb| srq.modify_srq(info.max_srq_depth + 1, 0, cb));
+            assert_eq!(s, NtStatus::INVALID_PARAMETER);
+            assert_eq!(
+                call(&calls, |cb| srq.modify_srq(8, 0, cb)),
+                NtStatus::SUCCESS
+            );
+            assert_eq!(srq.close(|| panic!("inline")), NtStatus::SUCCESS);
+        }
         assert_eq!(
             pd.get_privileged_memory_region_token().err(),
             Some(NtStatus::NOT_SUPPORTED)
@@ -126,6 +153,7 @@ fn adapter_info_limits_and_what_is_not_offered() {
         got.sort_unstable();
         assert_eq!(got, ["cq", "pd"]);
         a.close();
+        calls.assert_quiet();
     }
 }
 

@@ -423,6 +423,92 @@ fn rw_client(cfg: &Cfg, at: SocketAddr) {
     say("DONE");
 }
 
+/// The passive side of send-and-invalidate: binds a window over its memory, sends its
+/// address and token, then reports the message that invalidates it.
+fn sai_server(cfg: &Cfg) {
+    let side = Side::new(cfg, |_| {});
+    side.recv(1);
+    let (l, c) = accept_first(&side, b"");
+    let mw = side.pd.create_mw().expect("mw");
+    let at = side.slot(40);
+    let s = side.qp.bind(
+        7,
+        &side.mr,
+        &mw,
+        at.buffer,
+        64,
+        NdkOpFlags::ALLOW_REMOTE_WRITE,
+    );
+    assert_eq!(s, NtStatus::SUCCESS);
+    let r = next(&side.cq);
+    assert_eq!((r.status, r.request_context), (NtStatus::SUCCESS, 7));
+    let mut msg = (at.buffer as u64).to_le_bytes().to_vec();
+    msg.extend_from_slice(&mw.get_remote_token().to_le_bytes());
+    assert_eq!(side.send(8, &msg, NdkOpFlags::NONE), NtStatus::SUCCESS);
+    assert_eq!(next(&side.cq).request_context, 8);
+    loop {
+        let cmd = hear("cmd ");
+        if cmd == "quit" {
+            break;
+        }
+        assert_eq!(cmd, "expect invalidation");
+        let r = next(&side.cq);
+        assert_eq!((r.status, r.request_context), (NtStatus::SUCCESS, 1));
+        say("sent");
+    }
+    close_wait(|cb| c.close(cb));
+    close_wait(|cb| l.close(cb));
+    close_wait(|cb| mw.close(cb));
+    side.close();
+    say("DONE");
+}
+
+/// `NdkSendAndInvalidate`: a Write through the peer's window works, the Send with Invalidate
+/// lands, and the same Write is then refused.
+fn sai_client(cfg: &Cfg, at: SocketAddr) {
+    let side = Side::new(cfg, |_| {});
+    side.recv(1);
+    let c = connect(&side, &side.qp, at);
+    let r = next(&side.cq);
+    assert_eq!((r.status, r.request_context), (NtStatus::SUCCESS, 1));
+    let d = side.slot_bytes(1, 12);
+    let addr = u64::from_le_bytes(d[..8].try_into().unwrap());
+    let token = u32::from_le_bytes(d[8..].try_into().unwrap());
+    let sge = side.slot(2);
+    let write = |ctx: u64| {
+        let one = netdirect::Sge::new(sge.buffer, 8, sge.memory_region_token);
+        // SAFETY: the slot is not touched until the Write completed.
+        assert_eq!(
+            unsafe { side.qp.write(ctx, &[one], addr, token, NdkOpFlags::NONE) },
+            NtStatus::SUCCESS
+        );
+        let r = next(&side.cq);
+        assert_eq!(r.request_context, ctx);
+        r.status
+    };
+    assert_eq!(write(10), NtStatus::SUCCESS, "a Write through the window");
+    let msg = netdirect::Sge::new(sge.buffer, 8, side.mr.get_local_token());
+    // SAFETY: as above.
+    let s = unsafe {
+        side.qp
+            .send_and_invalidate(11, &[msg], NdkOpFlags::NONE, token)
+    };
+    assert_eq!(s, NtStatus::SUCCESS);
+    let r = next(&side.cq);
+    assert_eq!((r.status, r.request_context), (NtStatus::SUCCESS, 11));
+    ask("expect invalidation");
+    assert_eq!(
+        write(12),
+        NtStatus::ACCESS_VIOLATION,
+        "the window was invalidated"
+    );
+    let mut rest = [NdkResult::EMPTY; 8];
+    while side.cq.get_cq_results(&mut rest) > 0 {}
+    close_wait(|cb| c.close(cb));
+    side.close();
+    say("DONE");
+}
+
 fn child() -> bool {
     let Some(role) = role() else {
         return false;
@@ -437,6 +523,8 @@ fn child() -> bool {
         "defer-client" => defer_client(&cfg, at()),
         "rw-server" => rw_server(&cfg),
         "rw-client" => rw_client(&cfg, at()),
+        "sai-server" => sai_server(&cfg),
+        "sai-client" => sai_client(&cfg, at()),
         other => panic!("unknown role {other}"),
     }
     true
@@ -515,6 +603,16 @@ fn reads_and_writes_out_of_range_or_with_a_wrong_token_fail() {
         "reads_and_writes_out_of_range_or_with_a_wrong_token_fail",
         "rw-server",
         "rw-client",
+        false,
+    );
+}
+
+#[test]
+fn send_and_invalidate_invalidates_the_peers_window() {
+    run(
+        "send_and_invalidate_invalidates_the_peers_window",
+        "sai-server",
+        "sai-client",
         false,
     );
 }

@@ -73,11 +73,20 @@ fn server(cfg: &Cfg) {
     assert_eq!(s, NtStatus::SUCCESS);
     hear("connected");
     let log = Log::default();
+    let endpoint = l.get_local_address().expect("address");
     let s = l.close(logged(&log, "listener closed"));
     assert_eq!(
         s,
         NtStatus::PENDING,
         "an accepted connector still holds the listener"
+    );
+    // The endpoint stays taken while the accepted connector lives.
+    let again = side.a.create_listener(|_| {}).expect("listener");
+    let s = call(&side.calls, |cb| again.listen(endpoint, cb));
+    assert_eq!(
+        s,
+        NtStatus::SHARING_VIOLATION,
+        "the closing listener's endpoint"
     );
     say("listener closing");
     hear("done");
@@ -85,6 +94,14 @@ fn server(cfg: &Cfg) {
     close_wait(|cb| c3.close(cb));
     log.wait_for("listener closed");
     assert_eq!(log.get(), ["closing c3", "listener closed"]);
+    // Released with the listener's close: the address can be listened on again.
+    let s = call(&side.calls, |cb| again.listen(endpoint, cb));
+    assert_eq!(
+        s,
+        NtStatus::SUCCESS,
+        "the endpoint after the listener's close"
+    );
+    close_wait(|cb| again.close(cb));
     assert!(
         rx.try_recv().is_err(),
         "a request after the listener's close was delivered"

@@ -144,6 +144,9 @@ fn unsuccessful(r: &NdResult) -> String {
 
 impl Endpoint {
     fn open(provider: &Provider, local: IpAddr, cfg: &EndpointConfig) -> Result<Self, String> {
+        if cfg.api == Api::Ndk {
+            return Err("--api ndk: only nd pingpong and nd rping run through NDK".into());
+        }
         let adapter = provider
             .open_adapter_for(SocketAddr::new(local, 0))
             .map_err(err("open adapter"))?;
@@ -164,9 +167,6 @@ impl Endpoint {
             .map_err(err("create CQ"))?;
         let inline = cfg.inline.min(info.max_inline_data_size);
         let buf = netdirect::Buffer::new(cfg.buf_len).map_err(err("buffer"))?;
-        if cfg.api == Api::Ndk {
-            return Err("--api ndk: only nd pingpong runs through NDK".into());
-        }
         if cfg.api == Api::V1 {
             // The same provider and adapter address, opened and used the v1 way; the v2
             // handles below are its objects' own (for Notify, the descriptor, the header).

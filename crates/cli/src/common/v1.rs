@@ -23,15 +23,17 @@ pub(crate) enum Api {
     V2,
     /// ND v1 (`IND*`, MS-MPI's SPI), over the same provider and wire.
     V1,
-    /// NDK (`netdirect::ndk`, the kernel NDKPI model): `nd pingpong` only, both ends.
+    /// NDK (`netdirect::ndk`, the kernel NDKPI model): `nd pingpong` and `nd rping` only
+    /// (their own loops, `crate::ndk_pingpong` and `crate::ndk_rping`).
     Ndk,
 }
 
 /// The `--api` option of the tools that take it.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ApiArg {
-    /// Run through ND v2 (default), ND v1 (`netdirect::v1`, the MS-MPI SPI; either end may use
-    /// either: the wire is the same) or NDK (`netdirect::ndk`; `nd pingpong`, both ends).
+    /// Run through ND v2 (default), ND v1 (`netdirect::v1`, the MS-MPI SPI) or, for
+    /// `pingpong` and `rping`, NDK (`netdirect::ndk`, both ends); either end may use either of
+    /// v1 and v2: the wire is the same.
     #[arg(long, value_enum, default_value_t = Api::V2)]
     pub(crate) api: Api,
 }

@@ -44,7 +44,10 @@ impl fmt::Debug for NdkSharedEndpoint {
     }
 }
 
-fn reserve(addr: SocketAddr) -> Result<(OwnedFd, SocketAddr), NtStatus> {
+/// Hold `addr` (port 0: a free port of 49152–65535) with a bound TCP socket that never
+/// listens: the kernel's bind rules then refuse the port to every other socket of the host,
+/// and a peer's connection attempt to it is refused.
+pub(crate) fn reserve(addr: SocketAddr) -> Result<(OwnedFd, SocketAddr), NtStatus> {
     let family = if addr.is_ipv6() {
         AddressFamily::INET6
     } else {

@@ -22,7 +22,8 @@ pub(crate) struct ListenerInner {
     core: Arc<Core>,
     /// Taken by close: the port stops taking requests at once.
     l: Mutex<Option<Listener>>,
-    event: ConnectEvent,
+    /// The consumer's callback, let go of when the close completes.
+    event: Mutex<Option<ConnectEvent>>,
     paused: AtomicBool,
 }
 
@@ -52,7 +53,7 @@ impl NdkListener {
                 shared,
                 core,
                 l: Mutex::new(Some(l)),
-                event,
+                event: Mutex::new(Some(event)),
                 paused: AtomicBool::new(false),
             }),
         }
@@ -96,7 +97,9 @@ impl NdkListener {
         r
     }
 
-    /// Take the next incoming request.
+    /// Take the next incoming request. Until close starts the request counts as the
+    /// listener's (its close waits for it); once closing, the listener keeps one uncounted
+    /// request armed, which refuses every peer, until its final close drops the port.
     fn arm(&self) {
         let i = &self.inner;
         let Some(l) = self.listener() else {
@@ -108,20 +111,22 @@ impl NdkListener {
         let Ok(ov) = l.get_connection_request(&c) else {
             return;
         };
-        if !i.core.begin() {
-            ov.cancel();
-            return;
-        }
+        let counted = i.core.begin();
         let me = self.clone();
         let done = ov.clone();
         callbacks::on_completion(
             &i.core.disp,
             &ov,
             Box::new(move || {
-                let _end = me.inner.core.ending();
-                if let Some(Ok(())) = done.try_result() {
-                    me.deliver(c);
-                    me.arm();
+                let _end = counted.then(|| me.inner.core.ending());
+                match done.try_result() {
+                    Some(Ok(())) => {
+                        me.deliver(c);
+                        me.arm();
+                    }
+                    // The close withdrew the counted request: keep refusing peers.
+                    Some(Err(e)) if e.status() == Status::CANCELED && counted => me.arm(),
+                    _ => {}
                 }
             }),
         );
@@ -135,8 +140,13 @@ impl NdkListener {
             let _ = c.reject(&[]);
             return;
         }
+        let event = i.event.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(event) = event else {
+            let _ = c.reject(&[]);
+            return;
+        };
         let core = Core::new(ObjectType::Connector, &i.core.disp, &[&i.core]);
-        (i.event)(NdkConnector::new(i.shared.clone(), core, c, true));
+        event(NdkConnector::new(i.shared.clone(), core, c, true));
     }
 
     /// `NdkGetListenerLocalAddress`: the address, with the port port 0 chose.
@@ -158,16 +168,30 @@ impl NdkListener {
         NtStatus::NOT_SUPPORTED
     }
 
-    /// `NdkCloseListener`: stops taking requests at once (the port closes); `STATUS_PENDING`
-    /// until every connector handed over by its connect event has closed.
+    /// `NdkCloseListener`: stops taking requests at once (peers are refused);
+    /// `STATUS_PENDING` until every connector handed over by its connect event has closed.
+    /// The listener's endpoint (its address and port) stays taken until then, as NDK's
+    /// endpoint reference counting has it: a Listen on it meanwhile gets
+    /// `STATUS_SHARING_VIOLATION`.
     pub fn close(&self, completion: impl FnOnce() + Send + 'static) -> NtStatus {
         let i = &self.inner;
         i.core.start_close();
-        let l = i.l.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(l) = l {
+        if let Some(l) = self.listener() {
+            // Withdraws the counted request; its callback task arms the refusing one.
             let _ = l.cancel_overlapped_requests();
         }
+        let me = self.inner.clone();
         let cb: CloseCompletion = Box::new(completion);
-        i.core.finish_close(Box::new(|| {}), cb)
+        i.core.finish_close(
+            Box::new(move || {
+                let l = me.l.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(l) = l {
+                    let _ = l.cancel_overlapped_requests();
+                }
+                // Nothing calls it any more: the consumer's context goes with the close.
+                drop(me.event.lock().unwrap_or_else(|e| e.into_inner()).take());
+            }),
+            cb,
+        )
     }
 }

@@ -171,21 +171,28 @@ impl NdkQp {
         }
     }
 
-    /// `NdkSendAndInvalidate`: remote invalidation is not on the engine's wire yet, and NDK
-    /// lets a consumer use it only with a peer known to support it: `STATUS_NOT_SUPPORTED`
-    /// (inline, so no CQ entry).
+    /// `NdkSendAndInvalidate`: a Send that also invalidates the peer's window (or region)
+    /// named by `remote_token` once the message has landed (RDMAP Send with Invalidate, RFC
+    /// 5040 §5.3; both providers carry it). NDK lets a consumer use it only with a peer
+    /// known to support it; a provider without it answers `STATUS_NOT_SUPPORTED` (inline, so
+    /// no CQ entry). The peer's completion is an ordinary receive.
     ///
     /// # Safety
     /// As [`QueuePair::send`].
     pub unsafe fn send_and_invalidate(
         &self,
-        _context: u64,
-        _sge: &[NdkSge],
+        context: u64,
+        sge: &[NdkSge],
         flags: NdkOpFlags,
-        _remote_token: u32,
+        remote_token: u32,
     ) -> NtStatus {
         match nd_flags(flags, Post::Send) {
-            Ok(_) => NtStatus::NOT_SUPPORTED,
+            // SAFETY: forwarded contract.
+            Ok(f) => status(unsafe {
+                self.qp
+                    .as_spi()
+                    .send_and_invalidate(context, sge, remote_token, f)
+            }),
             Err(s) => s,
         }
     }
