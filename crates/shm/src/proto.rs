@@ -101,9 +101,10 @@ pub(crate) enum Space {
 ///
 /// So the kernel's bind rules are ours, across processes: the same port on two addresses of
 /// the host is two ports, a port bound on the wildcard address clashes with that port on every
-/// address, and IPv4 and IPv6 ports are apart (`IPV6_V6ONLY`), as for `tcp`. No
-/// `SO_REUSEADDR`: a socket that never connects leaves no TIME_WAIT to rebind over, and without
-/// it a clash shows at `Bind`, where ND reports it.
+/// address, and IPv4 and IPv6 ports are apart (`IPV6_V6ONLY`), as for `tcp`. It holds no
+/// `SO_REUSEADDR` (a listener's binds with it only to pass TIME_WAITs, [`reserve`]): a socket
+/// that never connects leaves no TIME_WAIT to rebind over, and without it a clash shows at
+/// `Bind`, where ND reports it.
 #[derive(Debug)]
 pub(crate) struct Port(#[allow(dead_code)] OwnedFd);
 
@@ -127,7 +128,22 @@ pub(crate) fn reserve(space: Space, addr: SocketAddr) -> Result<(Port, u16), Sta
         rustix::net::sockopt::set_ipv6_v6only(&s, true)
             .map_err(|_| Status::INSUFFICIENT_RESOURCES)?;
     }
-    let bind = |p: u16| rustix::net::bind(&s, &SocketAddr::new(addr.ip(), p));
+    let bind = |p: u16| {
+        let at = SocketAddr::new(addr.ip(), p);
+        match rustix::net::bind(&s, &at) {
+            // A listener's port may hold TIME_WAITs of earlier connections (of any program's
+            // listener that set `SO_REUSEADDR`, as servers do): the kernel lets a socket with
+            // the option bind over them, as a `tcp` listener does. It is cleared once bound,
+            // so that no later socket with it can share the port while we hold it.
+            Err(Errno::ADDRINUSE) if space == Space::Listener => {
+                rustix::net::sockopt::set_socket_reuseaddr(&s, true)?;
+                let r = rustix::net::bind(&s, &at);
+                rustix::net::sockopt::set_socket_reuseaddr(&s, false)?;
+                r
+            }
+            r => r,
+        }
+    };
     match ports::choose(addr.port(), bind, |e| *e == Errno::ADDRINUSE) {
         Ok(port) => Ok((Port(s), port)),
         Err(PortError::Exhausted) => Err(Status::TOO_MANY_ADDRESSES),
