@@ -78,6 +78,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     if let Some(p) = &args.provider {
         cmd.args(["--provider", p]);
     }
+    let me: Vec<String> = std::env::args().collect();
+    println!("# {}", me.join(" "));
     println!("# {}", shown(&cmd));
     let mut child = cmd
         .stdin(Stdio::piped())
