@@ -103,6 +103,8 @@ impl Transport for Tcp {
     }
 
     fn decline(connected: Connected) {
+        // Its TIME_WAIT, if any, must not keep a later Bind from the port (`sockets::bind_nd`).
+        sockets::reusable_when_closed(&connected.sock);
         let _ = connected.sock.shutdown(std::net::Shutdown::Both);
     }
 }

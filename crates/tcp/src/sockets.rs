@@ -343,6 +343,30 @@ mod tests {
         assert_eq!(keepalive_for(Duration::from_millis(300)), (s(1), s(1), 1));
     }
 
+    /// `/proc/net/tcp*` addresses (words of the network-order bytes in host order), and a
+    /// listener found there by port and overlapping address.
+    #[test]
+    fn listeners_are_found_in_proc() {
+        let v4 = u32::from_ne_bytes([127, 0, 0, 1]);
+        assert_eq!(
+            proc_ip(&format!("{v4:08X}")),
+            Some(std::net::Ipv4Addr::LOCALHOST.into())
+        );
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+        let at = l.local_addr().expect("address");
+        assert!(listening_on(at));
+        assert!(listening_on(SocketAddr::new(
+            std::net::Ipv4Addr::UNSPECIFIED.into(),
+            at.port()
+        )));
+        assert!(!listening_on(SocketAddr::new(
+            std::net::Ipv4Addr::new(127, 0, 0, 2).into(),
+            at.port()
+        )));
+        drop(l);
+        assert!(!listening_on(at));
+    }
+
     /// A dead path is ND_IO_TIMEOUT; the peer's own end (reset, broken pipe) is a flush.
     #[test]
     fn dead_paths_are_timeouts_and_resets_are_not() {
