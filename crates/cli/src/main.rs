@@ -9,6 +9,7 @@
 mod bench;
 mod cat;
 mod common;
+mod connrate;
 mod info;
 mod mrlat;
 mod mrrate;
@@ -64,6 +65,9 @@ enum Command {
     /// Raw kernel-TCP stream of fixed-size messages (like iperf3 -l): the yardstick for
     /// bandwidth.
     TcpStream(rawstream::Args),
+    /// Connection setup rate as connections accumulate (1k/5k/10k), beside raw TCP, with
+    /// memory and descriptors per connection and one verified message on each.
+    Connrate(connrate::Args),
 }
 
 /// Output piped into a reader that stopped (`nd info | head`) ends the process quietly, as the
@@ -102,6 +106,7 @@ fn main() {
         Command::TcpPingpong(a) => rawtcp::run(&a),
         Command::ShmPingpong(a) => rawshm::run(&a),
         Command::TcpStream(a) => rawstream::run(&a),
+        Command::Connrate(a) => connrate::run(&a),
     };
     if let Err(e) = r {
         // Empty: a loopback child has printed the error already.

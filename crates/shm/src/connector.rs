@@ -33,8 +33,9 @@ use crate::Shm;
 /// An active connection attempt: REQUEST sent, waiting for ACCEPT or REJECT.
 pub(crate) struct Connecting {
     sock: Registered,
-    /// The local port, held for the connection's life.
+    /// The local port, held for the connection's life, and the address it was reserved at.
     port: Port,
+    at: SocketAddr,
     qp: Claim<ShmQp>,
     ov: OvCompleter,
     seg: Segment,
@@ -46,6 +47,7 @@ pub(crate) struct Connecting {
 pub(crate) struct Connected {
     sock: OwnedFd,
     port: Port,
+    at: SocketAddr,
     qp: Claim<ShmQp>,
     seg: Segment,
     peer_seg_addr: u64,
@@ -128,6 +130,7 @@ fn drive(this: &ShmConnector) {
     let State::Connecting(Connecting {
         sock,
         port,
+        at,
         qp,
         ov,
         seg,
@@ -137,15 +140,18 @@ fn drive(this: &ShmConnector) {
         unreachable!()
     };
     let sock = sock.into_inner();
-    match got {
-        Recv::Msg(
-            Some(Msg::Accept {
-                ird,
-                ord,
-                seg_addr,
-                private_data,
-            }),
-            _,
+    match (got, sock) {
+        (
+            Recv::Msg(
+                Some(Msg::Accept {
+                    ird,
+                    ord,
+                    seg_addr,
+                    private_data,
+                }),
+                _,
+            ),
+            Some(sock),
         ) => {
             g.peer_private_data = private_data;
             // Active GetReadLimits: the acceptor's values, in our view, within our offer.
@@ -157,19 +163,20 @@ fn drive(this: &ShmConnector) {
             g.state = State::Connected(Connected {
                 sock,
                 port,
+                at,
                 qp,
                 seg,
                 peer_seg_addr: seg_addr,
             });
             ov.complete(Status::SUCCESS);
         }
-        Recv::Msg(Some(Msg::Reject { private_data }), _) => {
+        (Recv::Msg(Some(Msg::Reject { private_data }), _), sock) => {
             g.refused_by_peer(private_data);
             drop((sock, port));
             g.restore_bind();
             ov.complete(Status::CONNECTION_REFUSED);
         }
-        _ => {
+        (_, sock) => {
             // The listener went away or refused the request: the connector stays usable,
             // bound as before (the port the attempt held is free again for that).
             drop((sock, port));
@@ -313,6 +320,7 @@ impl ConnectorProvider for Shm {
         g.state = State::Connecting(Connecting {
             sock: reg,
             port,
+            at: bound,
             qp,
             ov: c,
             seg,
@@ -328,10 +336,13 @@ impl ConnectorProvider for Shm {
         let Connected {
             sock,
             port,
+            at,
             qp,
             seg,
             peer_seg_addr,
         } = g.take_connected()?;
+        // Held without a descriptor from now on: one per connection (`Port::into_noted`).
+        let port = port.into_noted(at);
         let link = Link::new(
             &this.adapter().engine,
             seg,

@@ -25,11 +25,16 @@
 //! Once the application takes the adapter's descriptor ([`Engine::fd`]) for its own event loop,
 //! every connection stays armed for good, so the peers always send WAKE and the descriptor
 //! becomes readable whenever there is something to do; the loop then calls `Adapter::progress`.
+//!
+//! So do the connections of an adapter with more than [`MANY_LINKS`]: arming and disarming
+//! each per sleep, and driving each per progress pass, cost O(connections) per wait (at
+//! 6,000 connections most of a connection setup's time). Kept armed, a sleep is an
+//! `epoll_wait` and a progress pass what it returns, for a WAKE message per record.
 
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -52,6 +57,13 @@ pub(crate) trait Source: Send + Sync {
 }
 
 const WAKE_TOKEN: u64 = 0;
+
+/// Beyond this many connections an adapter keeps them all armed (the module's remarks).
+const MANY_LINKS: usize = 64;
+
+/// How often (ms) every connection is looked at while they all stay armed (work a caller left
+/// undone raises no WAKE; receiver-not-ready bounds), and so how late such work may be taken.
+const LOOK_MS: u64 = 50;
 /// The deadlines' timerfd (no source has a key this large).
 const TIMER_TOKEN: u64 = u64::MAX;
 
@@ -65,6 +77,10 @@ pub(crate) struct Engine {
     /// a peer's WAKE), the others followers (`kit::waiters`).
     waiters: Waiters,
     fd_exported: AtomicBool,
+    /// More than [`MANY_LINKS`] connections came: they stay armed, as with `fd_exported`.
+    many: AtomicBool,
+    /// When every connection was last looked at while they stay armed (`link::coarse_ms`).
+    rnr_look: AtomicU64,
     /// Deadlines (listeners' waits for a REQUEST).
     timers: Timers<dyn Source>,
 }
@@ -77,9 +93,11 @@ impl fmt::Debug for Engine {
     }
 }
 
-/// A descriptor in the epoll set; leaves it on drop (or [`Registered::into_inner`]).
+/// A descriptor in the epoll set; leaves it on drop (or [`Registered::into_inner`]). It may
+/// share the descriptor with its owner ([`Engine::register_shared`]): one descriptor per
+/// connection, not a duplicate for sending.
 pub(crate) struct Registered {
-    fd: Option<OwnedFd>,
+    fd: Option<Arc<OwnedFd>>,
     engine: Arc<Engine>,
     key: usize,
 }
@@ -95,10 +113,14 @@ impl Registered {
         self.fd.as_ref().expect("present until into_inner")
     }
 
-    /// Leave the epoll set and give the descriptor back.
-    pub(crate) fn into_inner(mut self) -> OwnedFd {
+    /// Leave the epoll set and give the descriptor back (a duplicate of it, in the unexpected
+    /// case that it is shared; `None` if even that fails).
+    pub(crate) fn into_inner(mut self) -> Option<OwnedFd> {
         self.retire();
-        self.fd.take().expect("present until into_inner")
+        let fd = self.fd.take()?;
+        Arc::try_unwrap(fd)
+            .or_else(|shared| shared.try_clone())
+            .ok()
     }
 
     fn retire(&mut self) {
@@ -137,6 +159,8 @@ impl Engine {
             links: Mutex::new(Slab::new()),
             waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
+            many: AtomicBool::new(false),
+            rnr_look: AtomicU64::new(0),
             timers,
         }))
     }
@@ -155,6 +179,16 @@ impl Engine {
         fd: OwnedFd,
         source: Weak<dyn Source>,
     ) -> std::io::Result<Registered> {
+        self.register_shared(Arc::new(fd), source)
+    }
+
+    /// [`Engine::register`] a descriptor its owner keeps using (and closing with its last
+    /// reference).
+    pub(crate) fn register_shared(
+        self: &Arc<Self>,
+        fd: Arc<OwnedFd>,
+        source: Weak<dyn Source>,
+    ) -> std::io::Result<Registered> {
         let key = self.lock_sources().insert(source);
         let flags = EventFlags::IN | EventFlags::RDHUP;
         if let Err(e) = epoll::add(&self.epfd, &fd, EventData::new_u64(key as u64 + 1), flags) {
@@ -170,7 +204,14 @@ impl Engine {
 
     /// Add a connection to those a waiter arms; returns its key for [`Engine::remove_link`].
     pub(crate) fn add_link(&self, link: Weak<Link>) -> usize {
-        let key = self.lock_links().insert(link);
+        let (key, count) = {
+            let mut links = self.lock_links();
+            (links.insert(link), links.len())
+        };
+        // SeqCst, as the export's swap (`Engine::fd`).
+        if count > MANY_LINKS && !self.many.swap(true, Ordering::SeqCst) {
+            self.arm_exported();
+        }
         // A leader already asleep armed the links it knew: this one's peer finds our
         // `waiting` word clear and sends no WAKE, so what it publishes (the RTR an Accept
         // waits for) would wake nobody. Wake the leader to arm again, with this link.
@@ -187,9 +228,10 @@ impl Engine {
         }
     }
 
-    /// Whether the adapter descriptor was handed to an event loop (links stay armed).
+    /// Whether links stay armed: the adapter descriptor was handed to an event loop, or the
+    /// adapter has many connections (see the module's remarks).
     pub(crate) fn fd_exported(&self) -> bool {
-        self.fd_exported.load(Ordering::Acquire)
+        self.fd_exported.load(Ordering::Acquire) || self.many.load(Ordering::Acquire)
     }
 
     /// Whether a thread is inside a blocking wait on this adapter, or the descriptor went to an
@@ -198,7 +240,9 @@ impl Engine {
     /// The caller stores its "work left" flag (`SeqCst`) before asking.
     pub(crate) fn anyone_waiting(&self) -> bool {
         // SeqCst: pairs with the export's swap and its look at the links (`Engine::fd`).
-        self.fd_exported.load(Ordering::SeqCst) || self.waiters.anyone_waiting()
+        self.fd_exported.load(Ordering::SeqCst)
+            || self.many.load(Ordering::SeqCst)
+            || self.waiters.anyone_waiting()
     }
 
     /// The adapter's overlapped descriptor: the epoll set. From the first call on every
@@ -301,6 +345,18 @@ impl Engine {
         self.wake.wake();
     }
 
+    /// With many links: whether the periodic look at every link is due (and then it is taken
+    /// now).
+    fn look_due(&self) -> bool {
+        let now = crate::link::coarse_ms();
+        let last = self.rnr_look.load(Ordering::Relaxed);
+        now.saturating_sub(last) >= LOOK_MS
+            && self
+                .rnr_look
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
     /// The leader's turn: arm every connection and sleep unless one has work already, then
     /// dispatch what became ready and disarm (`ring::wake`).
     fn lead(&self, timeout: Option<Duration>) {
@@ -309,13 +365,29 @@ impl Engine {
         if let Some(d) = self.run_timers() {
             timeout = Some(timeout.map_or(d, |t| t.min(d)));
         }
-        self.for_each_link(|l| {
-            ready |= l.arm();
-            // A message held for want of a Receive: wake when its bound runs out.
-            if let Some(d) = l.rnr_wait() {
-                timeout = Some(timeout.map_or(d, |t| t.min(d)));
+        if self.many.load(Ordering::Acquire) {
+            // Every link is armed for good: what gets work sends a WAKE. The look at every
+            // link (work a caller left, receiver-not-ready bounds) comes every [`LOOK_MS`]
+            // only, and no sleep lasts longer.
+            if self.look_due() {
+                self.for_each_link(|l| {
+                    ready |= l.arm();
+                    if let Some(d) = l.rnr_wait() {
+                        timeout = Some(timeout.map_or(d, |t| t.min(d)));
+                    }
+                });
             }
-        });
+            let most = Duration::from_millis(LOOK_MS);
+            timeout = Some(timeout.map_or(most, |t| t.min(most)));
+        } else {
+            self.for_each_link(|l| {
+                ready |= l.arm();
+                // A message held for want of a Receive: wake when its bound runs out.
+                if let Some(d) = l.rnr_wait() {
+                    timeout = Some(timeout.map_or(d, |t| t.min(d)));
+                }
+            });
+        }
         if !ready {
             self.poll(timeout);
         }
@@ -351,7 +423,11 @@ impl Driver for Engine {
         self.waiters.activity().touch_unless_engine();
         self.poll(Some(Duration::ZERO));
         self.run_timers();
-        self.for_each_link(|l| l.progress());
+        // With many links every one is armed: what has work sent a WAKE, which the poll
+        // above took; all are driven every `LOOK_MS` only.
+        if !self.many.load(Ordering::Acquire) || self.look_due() {
+            self.for_each_link(|l| l.progress());
+        }
     }
 
     fn wait(&self, timeout: Option<Duration>) {

@@ -26,7 +26,7 @@ pub(crate) struct Link {
     /// The same socket, for sending (kept after it leaves the epoll set), and the active
     /// side's local port, until the local side closes: then both are closed, which frees the
     /// port even while a completion queue still polls this `Link` (`ShmCq`'s lock-free slots).
-    sock: Mutex<Option<(OwnedFd, Option<Port>)>>,
+    sock: Mutex<Option<(Arc<OwnedFd>, Option<Port>)>>,
     engine: Arc<Engine>,
     link_key: AtomicU64,
     qp: Weak<ShmQp>,
@@ -79,13 +79,15 @@ impl Link {
         peer_seg_addr: u64,
         qp: Weak<ShmQp>,
     ) -> std::io::Result<Arc<Self>> {
-        let send = sock.try_clone()?;
+        // One descriptor: the epoll registration and the sending side share it.
+        let sock = Arc::new(sock);
+        let send = sock.clone();
         let peer_pid = rustix::net::sockopt::socket_peercred(&sock)
             .map_or(0, |c| c.pid.as_raw_nonzero().get());
         let mut registered = false;
         let link = Arc::new_cyclic(|me: &Weak<Self>| {
             let src: Weak<dyn Source> = me.clone();
-            let reg = engine.register(sock, src).ok();
+            let reg = engine.register_shared(sock, src).ok();
             registered = reg.is_some();
             Self {
                 seg,
@@ -311,9 +313,8 @@ impl Link {
     /// End-of-file on the socket: the peer is gone; the socket leaves the epoll set.
     pub(crate) fn note_eof(&self) {
         self.peer_eof.store(true, Ordering::Release);
-        if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            drop(r.into_inner());
-        }
+        // Leaves the epoll set; the socket stays open for sending until `close_local`.
+        drop(self.reg.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 
     /// Whether the local side closed the connection.
@@ -416,9 +417,7 @@ impl Link {
         // The peer's memories we mapped: no grant can come any more.
         self.maps.forget_peer_memories();
         self.disarm();
-        if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            drop(r.into_inner());
-        }
+        drop(self.reg.lock().unwrap_or_else(|e| e.into_inner()).take());
         self.unlink();
     }
 
@@ -439,7 +438,7 @@ impl Link {
 pub(crate) const LIVENESS_INTERVAL_MS: u64 = 10;
 
 /// `CLOCK_MONOTONIC_COARSE` in milliseconds (resolution: one scheduler tick).
-fn coarse_ms() -> u64 {
+pub(crate) fn coarse_ms() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
     t.tv_sec as u64 * 1000 + t.tv_nsec as u64 / 1_000_000
 }

@@ -208,7 +208,7 @@ impl Source for Handshake {
         if matches!(got, Recv::Empty) {
             return;
         }
-        let sock = g.take().map(Registered::into_inner);
+        let sock = g.take().and_then(Registered::into_inner);
         drop(g);
         let inc = match (got, sock) {
             (Recv::Msg(Some(Msg::Request(request)), Some(memfd)), Some(sock)) => {

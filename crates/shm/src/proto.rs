@@ -101,11 +101,65 @@ pub(crate) enum Space {
 ///
 /// So the kernel's bind rules are ours, across processes: the same port on two addresses of
 /// the host is two ports, a port bound on the wildcard address clashes with that port on every
-/// address, and IPv4 and IPv6 ports are apart (`IPV6_V6ONLY`), as for `tcp`. No
-/// `SO_REUSEADDR`: a socket that never connects leaves no TIME_WAIT to rebind over, and without
-/// it a clash shows at `Bind`, where ND reports it.
+/// address, and IPv4 and IPv6 ports are apart (`IPV6_V6ONLY`), as for `tcp`. It holds no
+/// `SO_REUSEADDR` (a listener's binds with it only to pass TIME_WAITs, [`reserve`]): a socket
+/// that never connects leaves no TIME_WAIT to rebind over, and without it a clash shows at
+/// `Bind`, where ND reports it.
+///
+/// A connected connector's port is held without a descriptor ([`Port::into_noted`]): one
+/// descriptor per connection (its socket), so 10,000 connections fit a 20,000-descriptor
+/// limit. Such a port is kept from this process's other connectors by a list of them that
+/// [`reserve`] consults, but not from other processes'.
 #[derive(Debug)]
-pub(crate) struct Port(#[allow(dead_code)] OwnedFd);
+pub(crate) struct Port(Hold);
+
+#[derive(Debug)]
+enum Hold {
+    /// A socket bound to the port.
+    Socket(#[allow(dead_code)] OwnedFd),
+    /// Listed in [`NOTED`] at this address.
+    Noted(SocketAddr),
+    /// Given up (being replaced).
+    Gone,
+}
+
+/// Connector ports of this process held without a socket ([`Port::into_noted`]).
+static NOTED: std::sync::Mutex<Vec<SocketAddr>> = std::sync::Mutex::new(Vec::new());
+
+fn noted() -> std::sync::MutexGuard<'static, Vec<SocketAddr>> {
+    NOTED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether two bound addresses claim the same port, as the kernel's bind rules say (a
+/// wildcard address claims every address of its family; IPv6 sockets are v6-only here).
+fn overlaps(a: &SocketAddr, b: &SocketAddr) -> bool {
+    a.port() == b.port()
+        && a.is_ipv6() == b.is_ipv6()
+        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+}
+
+impl Port {
+    /// Hold the port, bound at `at` (the address [`reserve`] was given, with the port it
+    /// chose), without a descriptor from now on: the socket closes and the address is listed
+    /// for this process's later reservations until the port is dropped.
+    pub(crate) fn into_noted(mut self, at: SocketAddr) -> Self {
+        noted().push(at);
+        // The socket closes only once the address is listed: no window for our own binds.
+        self.0 = Hold::Noted(at);
+        self
+    }
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        if let Hold::Noted(at) = std::mem::replace(&mut self.0, Hold::Gone) {
+            let mut n = noted();
+            if let Some(i) = n.iter().position(|a| *a == at) {
+                n.swap_remove(i);
+            }
+        }
+    }
+}
 
 /// Reserve `addr` in `space` (port 0: a free port of `kit::ports::EPHEMERAL`); the port
 /// chosen. Errors: `ND_SHARING_VIOLATION` for a port in use, `ND_TOO_MANY_ADDRESSES` when the
@@ -127,9 +181,27 @@ pub(crate) fn reserve(space: Space, addr: SocketAddr) -> Result<(Port, u16), Sta
         rustix::net::sockopt::set_ipv6_v6only(&s, true)
             .map_err(|_| Status::INSUFFICIENT_RESOURCES)?;
     }
-    let bind = |p: u16| rustix::net::bind(&s, &SocketAddr::new(addr.ip(), p));
+    let bind = |p: u16| {
+        let at = SocketAddr::new(addr.ip(), p);
+        if space == Space::Connector && noted().iter().any(|n| overlaps(n, &at)) {
+            return Err(Errno::ADDRINUSE);
+        }
+        match rustix::net::bind(&s, &at) {
+            // A listener's port may hold TIME_WAITs of earlier connections (of any program's
+            // listener that set `SO_REUSEADDR`, as servers do): the kernel lets a socket with
+            // the option bind over them, as a `tcp` listener does. It is cleared once bound,
+            // so that no later socket with it can share the port while we hold it.
+            Err(Errno::ADDRINUSE) if space == Space::Listener => {
+                rustix::net::sockopt::set_socket_reuseaddr(&s, true)?;
+                let r = rustix::net::bind(&s, &at);
+                rustix::net::sockopt::set_socket_reuseaddr(&s, false)?;
+                r
+            }
+            r => r,
+        }
+    };
     match ports::choose(addr.port(), bind, |e| *e == Errno::ADDRINUSE) {
-        Ok(port) => Ok((Port(s), port)),
+        Ok(port) => Ok((Port(Hold::Socket(s)), port)),
         Err(PortError::Exhausted) => Err(Status::TOO_MANY_ADDRESSES),
         Err(PortError::Bind(Errno::ADDRINUSE)) => Err(Status::SHARING_VIOLATION),
         Err(PortError::Bind(Errno::ADDRNOTAVAIL | Errno::AFNOSUPPORT)) => {

@@ -151,7 +151,10 @@ impl Segment {
         )?;
         rustix::fs::ftruncate(&fd, params.size() as u64)?;
         rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
-        let seg = Self::map(&fd, params, MapFlags::POPULATE)?;
+        // Not populated: an idle connection keeps only the pages its rings touched (a few
+        // KiB), the data areas taking memory as messages use them, not the whole segment
+        // (about 1 MiB by default) from the start.
+        let seg = Self::map(&fd, params, MapFlags::empty())?;
         // SAFETY: the header line is inside the fresh mapping and nobody else sees it yet.
         unsafe {
             let h = seg.base.as_ptr();

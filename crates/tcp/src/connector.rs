@@ -28,11 +28,24 @@ use crate::adapter::Shared;
 use crate::engine::{Registered, Source};
 use crate::listener::Incoming;
 use crate::qp::{Conn, TcpQp};
-use crate::sockets;
+use crate::sockets::{self, Role};
 use crate::Tcp;
 
 /// The largest IRD/ORD we put in an MPA v2 word (14 bits, 0x3FFF reserved: "not negotiated").
 const MAX_WIRE_LIMIT: u32 = 0x3FFE;
+
+/// What `Bind` holds: the socket, bound.
+pub(crate) struct Bound {
+    sock: Socket,
+    /// Bound to port 0: the provider chose the port, and may choose another when a Connect
+    /// from it would repeat a 4-tuple that a TIME_WAIT holds.
+    any_port: bool,
+}
+
+/// How many other ports a Connect from a provider-chosen port tries when the kernel refuses
+/// the 4-tuple (`EADDRNOTAVAIL`: a TIME_WAIT of an earlier connection to the same peer holds
+/// it, which the kernel reuses on loopback only, `tcp_tw_reuse`).
+const OTHER_PORTS: usize = 64;
 
 /// An active connection attempt: TCP connect, then the MPA Request / Reply exchange.
 pub(crate) struct Connecting {
@@ -55,7 +68,7 @@ pub(crate) struct Connected {
 }
 
 impl Transport for Tcp {
-    type Bound = Socket;
+    type Bound = Bound;
     type Connecting = Connecting;
     type Connected = Connected;
     type Incoming = Incoming;
@@ -67,10 +80,13 @@ impl Transport for Tcp {
         sockets::close_abortively(attempt.sock.into_inner());
     }
 
-    fn bind_again(addr: SocketAddr) -> Option<Socket> {
-        let s = sockets::stream_for(&addr).ok()?;
-        s.bind(&SockAddr::from(addr)).ok()?;
-        Some(s)
+    fn bind_again(addr: SocketAddr) -> Option<Bound> {
+        let sock = sockets::stream_for(&addr).ok()?;
+        sockets::bind_nd(&sock, addr, Role::Connector).ok()?;
+        Some(Bound {
+            sock,
+            any_port: false,
+        })
     }
 
     fn reject_incoming(inc: Incoming, private_data: &[u8]) -> Result<()> {
@@ -87,6 +103,8 @@ impl Transport for Tcp {
     }
 
     fn decline(connected: Connected) {
+        // Its TIME_WAIT, if any, must not keep a later Bind from the port (`sockets::bind_nd`).
+        sockets::reusable_when_closed(&connected.sock);
         let _ = connected.sock.shutdown(std::net::Shutdown::Both);
     }
 }
@@ -280,6 +298,18 @@ fn peer_limits(req: &ConnectRequest) -> ReadLimits {
     })
 }
 
+/// A socket for `dest`'s family bound to its wildcard address, port 0: how an unbound
+/// connector connects (as a Bind to port 0 would).
+fn bind_any(dest: SocketAddr) -> Result<(Socket, SocketAddr)> {
+    let s = sockets::stream_for(&dest).map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+    let a = sockets::bind_nd(
+        &s,
+        SocketAddr::new(unspecified_like(dest.ip()), 0),
+        Role::Connector,
+    )?;
+    Ok((s, a))
+}
+
 impl ConnectorProvider for Tcp {
     type Adapter = Shared;
 
@@ -305,10 +335,11 @@ impl ConnectorProvider for Tcp {
             return Ok(());
         }
         g.rebind(|| {
-            let s = sockets::stream_for(&addr)
+            let sock = sockets::stream_for(&addr)
                 .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-            let local = sockets::bind_nd(&s, addr)?;
-            Ok((s, local))
+            let local = sockets::bind_nd(&sock, addr, Role::Connector)?;
+            let any_port = addr.port() == 0;
+            Ok((Bound { sock, any_port }, local))
         })
     }
 
@@ -320,13 +351,11 @@ impl ConnectorProvider for Tcp {
         limits: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        let (sock, local) = match g.take_bound_for(dest)? {
-            Some(b) => b,
+        let (mut sock, mut local, any_port) = match g.take_bound_for(dest)? {
+            Some((b, a)) => (b.sock, a, b.any_port),
             None => {
-                let s = sockets::stream_for(&dest)
-                    .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-                let a = sockets::bind_nd(&s, SocketAddr::new(unspecified_like(dest.ip()), 0))?;
-                (s, a)
+                let (s, a) = bind_any(dest)?;
+                (s, a, true)
             }
         };
         g.local = Some(local);
@@ -351,15 +380,37 @@ impl ConnectorProvider for Tcp {
                 let _ = traits::Connector::cancel_overlapped_requests(&*me);
             }
         });
-        match sock.connect(&SockAddr::from(dest)) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INPROGRESS.raw_os_error()) => {}
-            Err(e) => {
-                // The attempt failed at once; the connector stays usable, bound as before.
-                drop(sock);
-                g.restore_bind();
-                c.complete(sockets::connect_status(&e));
-                return Ok(ov);
+        let mut others = 0;
+        loop {
+            match sock.connect(&SockAddr::from(dest)) {
+                Ok(()) => break,
+                Err(e)
+                    if e.raw_os_error() == Some(rustix::io::Errno::INPROGRESS.raw_os_error()) =>
+                {
+                    break
+                }
+                Err(e)
+                    if any_port
+                        && others < OTHER_PORTS
+                        && e.raw_os_error()
+                            == Some(rustix::io::Errno::ADDRNOTAVAIL.raw_os_error()) =>
+                {
+                    // The port we chose has a TIME_WAIT to this very peer: take another.
+                    others += 1;
+                    let ip = SocketAddr::new(local.ip(), 0);
+                    let s = sockets::stream_for(&dest)
+                        .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+                    local = sockets::bind_nd(&s, ip, Role::Connector)?;
+                    sock = s;
+                    g.local = Some(local);
+                }
+                Err(e) => {
+                    // The attempt failed at once; the connector stays usable, bound as before.
+                    drop(sock);
+                    g.restore_bind();
+                    c.complete(sockets::connect_status(&e));
+                    return Ok(ov);
+                }
             }
         }
         // The kernel chose the source address (and, unbound, the port) at `connect`: that is

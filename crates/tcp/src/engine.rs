@@ -107,8 +107,11 @@ pub(crate) struct Engine {
     /// The blocked threads: at most one leader asleep in `poll(2)` (woken by the eventfd), the
     /// others followers (`kit::waiters`).
     waiters: Waiters,
-    /// The epoll descriptor was handed out: streams are kept in the epoll set too.
+    /// The epoll descriptor was handed out (an application's event loop watches it).
     fd_exported: AtomicBool,
+    /// Streams are kept in the epoll set: the descriptor was handed out, or the adapter has
+    /// more than [`MANY_STREAMS`] (see there).
+    in_epoll: AtomicBool,
     /// Deadlines (connect timeouts, listeners' waits for a request).
     timers: Timers<dyn Source>,
     /// The leader asleep in `recv` instead of `poll`, and how to wake it (`crate::wake`).
@@ -193,6 +196,7 @@ impl Engine {
             scratch: Mutex::new(LeaderScratch::default()),
             waiters: Waiters::new(),
             fd_exported: AtomicBool::new(false),
+            in_epoll: AtomicBool::new(false),
             timers,
             sleeper: Sleeper::default(),
         }))
@@ -201,25 +205,37 @@ impl Engine {
     /// The adapter's overlapped descriptor (the epoll set). From the first call on, data
     /// sockets are watched by the epoll set as well, so the descriptor reports them.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        if !self.fd_exported.swap(true, Ordering::SeqCst) {
-            let streams = self.lock_streams();
-            for (key, e) in streams.iter() {
-                let _ = epoll::add(
-                    &self.epfd,
-                    &e.shared.sock,
-                    EventData::new_u64(STREAM_TOKEN | key as u64),
-                    stream_flags(),
-                );
-            }
-        }
+        self.fd_exported.store(true, Ordering::SeqCst);
+        self.streams_into_epoll(&self.lock_streams());
         self.epfd.as_fd()
     }
 
-    /// Whether the descriptor was handed out: streams are then in the epoll set, and a stream
-    /// with queued output only hears about writability on an edge, so none may sit on output
-    /// waiting for the next progress call.
+    /// Keep every stream in the epoll set from now on (once: later streams join as they
+    /// come). Under the stream lock, so that `add_stream` and this agree on who adds a stream.
+    fn streams_into_epoll(&self, streams: &Slab<StreamEntry>) {
+        if self.in_epoll.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        for (key, e) in streams.iter() {
+            let _ = epoll::add(
+                &self.epfd,
+                &e.shared.sock,
+                EventData::new_u64(STREAM_TOKEN | key as u64),
+                stream_flags(),
+            );
+        }
+        // A leader asleep in `poll(2)` or `recv` built its set from the streams: it must
+        // sleep on the epoll set instead (`wait_for`).
+        if self.waiters.other_leader() {
+            self.wake_leader();
+        }
+    }
+
+    /// Whether streams are in the epoll set (the descriptor was handed out, or there are
+    /// many): a stream with queued output then only hears about writability on an edge, so
+    /// none may sit on output waiting for the next progress call.
     pub(crate) fn fd_exported(&self) -> bool {
-        self.fd_exported.load(Ordering::Relaxed)
+        self.in_epoll.load(Ordering::Relaxed)
     }
 
     fn lock_streams(&self) -> std::sync::MutexGuard<'_, Slab<StreamEntry>> {
@@ -240,13 +256,15 @@ impl Engine {
             shared: shared.clone(),
             source,
         });
-        if self.fd_exported.load(Ordering::SeqCst) {
+        if self.in_epoll.load(Ordering::SeqCst) {
             let _ = epoll::add(
                 &self.epfd,
                 &shared.sock,
                 EventData::new_u64(STREAM_TOKEN | key as u64),
                 stream_flags(),
             );
+        } else if streams.len() > MANY_STREAMS {
+            self.streams_into_epoll(&streams);
         }
         drop(streams);
         // A leader already asleep built its poll set without this stream: wake it to rebuild,
@@ -482,6 +500,13 @@ impl Engine {
     }
 }
 
+/// Beyond this many streams an adapter keeps them in its epoll set, as with the descriptor
+/// handed out: a leader's `poll(2)` over every stream costs O(streams) per sleep (at 4,000
+/// connections, sleeps took most of a connection setup's time), where `epoll_wait` costs
+/// what is ready. Below it the streams stay out: a watched socket pays an epoll callback per
+/// arriving segment (the module's remarks).
+const MANY_STREAMS: usize = 64;
+
 /// How many descriptors (the epoll set and data sockets) the leader's `poll` set holds on the
 /// stack; a larger set is allocated per sleep.
 const STACK_FDS: usize = 16;
@@ -499,7 +524,7 @@ impl Driver for Engine {
         // engine stays away while they come (`kit::progress`).
         self.waiters.activity().touch_unless_engine();
         self.poll(Some(Duration::ZERO));
-        if !self.fd_exported.load(Ordering::Relaxed) {
+        if !self.in_epoll.load(Ordering::Relaxed) {
             self.progress_streams();
         }
         self.run_timers();
@@ -534,7 +559,7 @@ impl Driver for Engine {
         };
         {
             let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-            if self.fd_exported.load(Ordering::SeqCst) {
+            if self.in_epoll.load(Ordering::SeqCst) {
                 self.poll(timeout);
             } else {
                 self.sleep_on_all(&mut scratch, timeout);
@@ -562,7 +587,7 @@ impl Engine {
     /// event then), nor when this thread is the leader (it rebuilds the set before its next
     /// sleep).
     fn interest_grew(&self) {
-        if self.fd_exported.load(Ordering::Relaxed) {
+        if self.in_epoll.load(Ordering::Relaxed) {
             return;
         }
         if self.waiters.other_leader() {
@@ -629,7 +654,7 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        if self.engine.fd_exported.load(Ordering::SeqCst) {
+        if self.engine.in_epoll.load(Ordering::SeqCst) {
             let _ = epoll::delete(&self.engine.epfd, &self.shared.sock);
         }
         let mut s = self.engine.lock_streams();

@@ -61,7 +61,7 @@ impl ListenerProvider for Tcp {
                 .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
             // Servers rebind ports whose old connections sit in TIME_WAIT.
             let _ = s.set_reuse_address(true);
-            let local = sockets::bind_nd(&s, addr)?;
+            let local = sockets::bind_nd(&s, addr, sockets::Role::Listener)?;
             if !held.iter().any(|h| overlaps(h, &local)) {
                 break (s, local);
             }
@@ -92,6 +92,7 @@ impl ListenerProvider for Tcp {
             g.bound = Some(s);
             return fail(sockets::bind_status(&e));
         }
+        sockets::share_with_connectors(&s);
         g.set_backlog(backlog);
         let src: Weak<dyn Source> = this.me().clone();
         let reg = this

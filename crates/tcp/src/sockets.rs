@@ -76,18 +76,142 @@ fn keepalive_for(timeout: Duration) -> (Duration, Duration, u32) {
     (idle, interval, (rest.ceil() as u32).clamp(1, 127))
 }
 
-/// Bind `s` to `addr`; port 0 takes a free port in 49152–65535, starting at a random one.
-pub(crate) fn bind_nd(s: &Socket, addr: SocketAddr) -> Result<SocketAddr, Status> {
+/// What a socket is bound for: ND keeps connectors' and listeners' ports apart (R-CONN-2)
+/// while the kernel has one TCP port space; see [`bind_nd`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Role {
+    Connector,
+    Listener,
+}
+
+/// Bind `s` to `addr` for `role`; port 0 takes a free port in 49152–65535, starting at a
+/// random one.
+///
+/// Each port is tried as the kernel allows, in steps (the reuse rules of socket(7)):
+///
+/// 1. A connector binds with no reuse option: a port anything holds is refused, so two ND
+///    connectors never share one (our live connectors keep `SO_REUSEADDR` off).
+/// 2. Refused, it binds with `SO_REUSEADDR`: that passes TIME_WAITs of connections whose
+///    socket had it (every ND connection sets it as it closes, [`reusable_when_closed`]),
+///    so churn never exhausts the range; a live holder still refuses. The option is cleared
+///    again once bound. A listener (bound with `SO_REUSEADDR` by the caller) starts here.
+/// 3. For an explicit port still refused: a connector may share a port a listener holds
+///    (R-CONN-2), and a listener a port only connectors hold. With `SO_REUSEPORT` on both
+///    sides the kernel lets a bound socket and a listener share a port (each connection
+///    still has its own 4-tuple); every ND listener sets it once it listens
+///    ([`share_with_connectors`]), and every ND connector once bound. To keep listeners
+///    apart, the step is taken only when `/proc/net/tcp` shows a listener on the port (a
+///    connector) or none (a listener).
+///
+/// Connectors keep `SO_REUSEPORT` while they live, so a listener may take their port.
+pub(crate) fn bind_nd(s: &Socket, addr: SocketAddr, role: Role) -> Result<SocketAddr, Status> {
     let in_use =
         |e: &io::Error| e.raw_os_error() == Some(rustix::io::Errno::ADDRINUSE.raw_os_error());
-    match ports::choose(
-        addr.port(),
-        |p| s.bind(&SockAddr::from(SocketAddr::new(addr.ip(), p))),
-        in_use,
-    ) {
+    let explicit = addr.port() != 0;
+    let try_port = |p: u16| -> io::Result<()> {
+        let at = SockAddr::from(SocketAddr::new(addr.ip(), p));
+        // A listener starts at step 2.
+        let mut r = match role {
+            Role::Connector => s.bind(&at),
+            Role::Listener => Err(rustix::io::Errno::ADDRINUSE.into()),
+        };
+        if r.as_ref().is_err_and(in_use) {
+            s.set_reuse_address(true)?;
+            r = s.bind(&at);
+            if role == Role::Connector {
+                s.set_reuse_address(false)?;
+            }
+        }
+        if explicit && r.as_ref().is_err_and(in_use) {
+            let listened = listening_on(SocketAddr::new(addr.ip(), p));
+            if listened == (role == Role::Connector) {
+                s.set_reuse_port(true)?;
+                s.set_reuse_address(true)?;
+                r = s.bind(&at);
+                if role == Role::Connector {
+                    s.set_reuse_address(false)?;
+                }
+            }
+        }
+        if r.is_ok() && role == Role::Connector {
+            // A listener may take this port while we hold it (step 3).
+            s.set_reuse_port(true)?;
+        }
+        r
+    };
+    match ports::choose(addr.port(), try_port, in_use) {
         Ok(port) => Ok(SocketAddr::new(addr.ip(), port)),
         Err(PortError::Exhausted) => Err(Status::TOO_MANY_ADDRESSES),
         Err(PortError::Bind(e)) => Err(bind_status(&e)),
+    }
+}
+
+/// Let connectors share a listening socket's port (R-CONN-2, [`bind_nd`] step 3). Set only
+/// once it listens: a listener that had `SO_REUSEPORT` when it started listening could be
+/// joined by another, which would take half its connections.
+pub(crate) fn share_with_connectors(s: &Socket) {
+    // Without it connectors cannot Bind this port: the rest works.
+    let _ = s.set_reuse_port(true);
+}
+
+/// Make the TIME_WAIT a closing connection may leave reusable by a later Bind ([`bind_nd`]
+/// step 2): the kernel copies `SO_REUSEADDR` into it. Set as the connection closes, not
+/// before: a live socket with it would let another connector Bind its port.
+pub(crate) fn reusable_when_closed(s: &Socket) {
+    let _ = s.set_reuse_address(true);
+}
+
+/// Whether a TCP socket listens on `addr`'s port at `addr`, or at an address that overlaps
+/// it (the wildcard address overlaps every address of its family), per `/proc/net/tcp` or
+/// `tcp6` (listeners come first there, so the read stops at the first other socket).
+fn listening_on(addr: SocketAddr) -> bool {
+    use std::io::BufRead;
+    let path = if addr.is_ipv6() {
+        "/proc/net/tcp6"
+    } else {
+        "/proc/net/tcp"
+    };
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    for line in io::BufReader::new(f).lines().skip(1) {
+        let Ok(line) = line else { return false };
+        let mut fields = line.split_whitespace().skip(1);
+        let (Some(local), Some(_remote), Some(state)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if state != "0A" {
+            return false;
+        }
+        let Some((ip, port)) = local.split_once(':') else {
+            continue;
+        };
+        if u16::from_str_radix(port, 16).ok() != Some(addr.port()) {
+            continue;
+        }
+        match proc_ip(ip) {
+            Some(ip) if ip == addr.ip() || ip.is_unspecified() || addr.ip().is_unspecified() => {
+                return true
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// An address as `/proc/net/tcp*` writes it: the bytes in network order, written as 32-bit
+/// words in host order.
+fn proc_ip(hex: &str) -> Option<std::net::IpAddr> {
+    let words: Option<Vec<u32>> = (0..hex.len() / 8)
+        .map(|i| u32::from_str_radix(hex.get(i * 8..i * 8 + 8)?, 16).ok())
+        .collect();
+    let bytes: Vec<u8> = words?.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    match bytes.len() {
+        4 => Some(std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).into()),
+        16 => Some(std::net::Ipv6Addr::from(<[u8; 16]>::try_from(bytes).ok()?).into()),
+        _ => None,
     }
 }
 
@@ -217,6 +341,30 @@ mod tests {
         assert_eq!(keepalive_for(s(30)), (s(15), s(3), 5));
         assert_eq!(keepalive_for(Duration::from_millis(2000)), (s(1), s(1), 1));
         assert_eq!(keepalive_for(Duration::from_millis(300)), (s(1), s(1), 1));
+    }
+
+    /// `/proc/net/tcp*` addresses (words of the network-order bytes in host order), and a
+    /// listener found there by port and overlapping address.
+    #[test]
+    fn listeners_are_found_in_proc() {
+        let v4 = u32::from_ne_bytes([127, 0, 0, 1]);
+        assert_eq!(
+            proc_ip(&format!("{v4:08X}")),
+            Some(std::net::Ipv4Addr::LOCALHOST.into())
+        );
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+        let at = l.local_addr().expect("address");
+        assert!(listening_on(at));
+        assert!(listening_on(SocketAddr::new(
+            std::net::Ipv4Addr::UNSPECIFIED.into(),
+            at.port()
+        )));
+        assert!(!listening_on(SocketAddr::new(
+            std::net::Ipv4Addr::new(127, 0, 0, 2).into(),
+            at.port()
+        )));
+        drop(l);
+        assert!(!listening_on(at));
     }
 
     /// A dead path is ND_IO_TIMEOUT; the peer's own end (reset, broken pipe) is a flush.

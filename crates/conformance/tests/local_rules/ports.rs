@@ -357,3 +357,129 @@ fn a_connecting_connector_reports_its_real_local_address() {
         Ok(())
     });
 }
+
+/// Connectors and listeners have port spaces of their own (R-CONN-2: "a connector and a
+/// listener may use the same IP:port"; MPI-style clients bind each connector to a fixed port,
+/// which may be another process's listener port): a connector Binds the port a listener holds
+/// and connects from it, and a listener Binds and Listens on the port a connected connector
+/// holds and takes connections there. Listeners stay apart from each other, and so do
+/// connectors where no listener is: a second one is `ND_SHARING_VIOLATION`.
+#[test]
+fn connectors_and_listeners_have_separate_port_spaces() {
+    each("separate-port-spaces", |p, ip| {
+        let a = open(p, ip)?;
+        // A connector at a listener's port, connected to another listener.
+        let (shared, at) = netdirect_conformance::side::listen(&a, SocketAddr::new(ip, 0), 4)?;
+        let (server, client) = (
+            Side::on(&a, SideConfig::default())?,
+            Side::on(&a, SideConfig::default())?,
+        );
+        client
+            .connector
+            .bind(at)
+            .ctx("Bind a connector to a listener's address")?;
+        let _other = connect_and_exchange(&server, &client, ip)?;
+        ensure_eq!(
+            client
+                .connector
+                .get_local_address()
+                .ctx("GetLocalAddress")?,
+            at,
+            "the connector's address"
+        );
+        // The listener still takes connections at that port.
+        let (s2, c2) = (
+            Side::on(&a, SideConfig::default())?,
+            Side::on(&a, SideConfig::default())?,
+        );
+        let gcr = shared
+            .get_connection_request(&s2.connector)
+            .ctx("GetConnectionRequest")?;
+        let cov = c2.connect(SocketAddr::new(ip, 0), at, 0, 0, &[])?;
+        wait_ok(&gcr, "GetConnectionRequest at the shared port")?;
+        accept_and_exchange(&s2, &c2, &cov)?;
+        let second = a.create_listener().ctx("create listener")?;
+        expect_status(
+            second.bind(at),
+            Status::SHARING_VIOLATION,
+            "Bind a second listener at a listener's port a connector shares",
+        )?;
+
+        // A listener at a connected connector's port: c2's, which nothing listens on.
+        let mine = c2.connector.get_local_address().ctx("GetLocalAddress")?;
+        let (late, laddr) = netdirect_conformance::side::listen(&a, mine, 4).map_err(|e| {
+            netdirect_conformance::Failure(format!("listen at a connector's port: {e}"))
+        })?;
+        ensure_eq!(laddr, mine, "the listener's address");
+        let (s3, c3) = (
+            Side::on(&a, SideConfig::default())?,
+            Side::on(&a, SideConfig::default())?,
+        );
+        let gcr = late
+            .get_connection_request(&s3.connector)
+            .ctx("GetConnectionRequest")?;
+        let cov = c3.connect(SocketAddr::new(ip, 0), mine, 0, 0, &[])?;
+        wait_ok(&gcr, "GetConnectionRequest at a connector's port")?;
+        accept_and_exchange(&s3, &c3, &cov)?;
+        let again = a.create_listener().ctx("create listener")?;
+        expect_status(
+            again.bind(mine),
+            Status::SHARING_VIOLATION,
+            "Bind a second listener at that port",
+        )?;
+        // The connected connector c3's port, where nobody listens, stays its own.
+        let c3_at = c3.connector.get_local_address().ctx("GetLocalAddress")?;
+        let other = a.create_connector().ctx("create connector")?;
+        expect_status(
+            other.bind(c3_at),
+            Status::SHARING_VIOLATION,
+            "Bind a second connector at a connected connector's port",
+        )?;
+        Ok(())
+    });
+}
+
+/// A listener Binds a port whose last connections sit in TCP's TIME_WAIT, as servers
+/// restarted at once do (IND2Listener::Bind is refused only for an address "already in
+/// use"): here the TIME_WAIT is a plain TCP server's (std's, which sets `SO_REUSEADDR` as
+/// servers do) that closed its connection first.
+#[test]
+fn a_listener_binds_over_time_wait() {
+    use std::io::{Read, Write};
+    each("listener-over-time-wait", |p, ip| {
+        let a = open(p, ip)?;
+        let server = std::net::TcpListener::bind(SocketAddr::new(ip, 0)).ctx("TCP listener")?;
+        let at = server.local_addr().ctx("its address")?;
+        let mut client = std::net::TcpStream::connect(at).ctx("TCP connect")?;
+        let (mut conn, _) = server.accept().ctx("TCP accept")?;
+        drop(server);
+        // The server ends first, so its end goes to TIME_WAIT once the client's FIN is in.
+        conn.write_all(b"x").ctx("write")?;
+        conn.shutdown(std::net::Shutdown::Write).ctx("shutdown")?;
+        let mut sink = Vec::new();
+        client
+            .read_to_end(&mut sink)
+            .ctx("client reads to the end")?;
+        drop(client);
+        ensure_eq!(
+            conn.read(&mut [0u8; 1]).ctx("server reads the end")?,
+            0,
+            "end"
+        );
+        drop(conn);
+        let (l, got) = netdirect_conformance::side::listen(&a, at, 4)
+            .map_err(|e| netdirect_conformance::Failure(format!("listen over a TIME_WAIT: {e}")))?;
+        ensure_eq!(got, at, "the listener's address");
+        // And it takes connections there.
+        let (s, c) = (
+            Side::on(&a, SideConfig::default())?,
+            Side::on(&a, SideConfig::default())?,
+        );
+        let gcr = l
+            .get_connection_request(&s.connector)
+            .ctx("GetConnectionRequest")?;
+        let cov = c.connect(SocketAddr::new(ip, 0), at, 0, 0, &[])?;
+        wait_ok(&gcr, "GetConnectionRequest")?;
+        accept_and_exchange(&s, &c, &cov)
+    });
+}

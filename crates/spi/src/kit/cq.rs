@@ -82,6 +82,8 @@ pub struct CqCore {
     /// lock: lets a lock-free empty poll see whether it must forget them (`short_poll`).
     triggered: AtomicBool,
     sources: RwLock<Vec<Weak<dyn ProgressSource>>>,
+    /// The length of `sources` at which `attach` next forgets released queue pairs.
+    sweep_at: AtomicUsize,
     driver: Arc<dyn Driver>,
     /// The driver's application-activity mark, moved by every poll (`kit::progress`).
     activity: Option<Arc<Activity>>,
@@ -132,6 +134,7 @@ impl CqCore {
             owes_notify: AtomicBool::new(false),
             triggered: AtomicBool::new(false),
             sources: RwLock::new(Vec::new()),
+            sweep_at: AtomicUsize::new(8),
             activity: driver.activity(),
             empty_polls: AtomicU32::new(0),
             driver,
@@ -181,7 +184,12 @@ impl CqCore {
     /// Register a queue pair whose I/O `get_results` drives.
     pub fn attach(&self, source: Weak<dyn ProgressSource>) {
         let mut s = self.sources.write().unwrap_or_else(|e| e.into_inner());
-        s.retain(|w| w.strong_count() > 0);
+        // Forget released queue pairs once the list doubled since the last sweep, not at every
+        // attach: a sweep per attach made setting up N connections on one CQ cost O(N²).
+        if s.len() >= self.sweep_at.load(Ordering::Relaxed) {
+            s.retain(|w| w.strong_count() > 0);
+            self.sweep_at.store((2 * s.len()).max(8), Ordering::Relaxed);
+        }
         s.push(source);
     }
 

@@ -179,6 +179,9 @@ impl TcpQp {
         let was_open = g.conn != Conn::Closed;
         g.conn = Conn::Closed;
         if let Some(sock) = g.sock.as_ref().map(|s| s.get()) {
+            // Whichever end closes first, a TIME_WAIT it leaves does not keep a later
+            // connector from the port (`sockets::bind_nd`).
+            sockets::reusable_when_closed(sock);
             if was_open {
                 match how {
                     Ending::Graceful | Ending::Terminate(_) => {
