@@ -217,6 +217,30 @@ unsafe fn adapter<'a>(p: *mut Obj<NdkAdapter>) -> Option<&'a NdkAdapter> {
     unsafe { get(p.cast(), ObjectType::Adapter) }
 }
 
+/// The frame of the adapter's plain `Create*` functions: the adapter and `out` checked
+/// (`STATUS_INVALID_PARAMETER`), the object `make` makes written to `*out`, its status
+/// returned; a panic is `STATUS_INTERNAL_ERROR`.
+///
+/// # Safety
+/// `a` is null or an adapter object; `out` is null or valid for a write.
+unsafe fn create_on<T>(
+    a: *mut Obj<NdkAdapter>,
+    out: *mut *mut Obj<T>,
+    make: impl FnOnce(&NdkAdapter) -> Result<*mut Obj<T>, NtStatus>,
+) -> i32 {
+    guard(INTERNAL, || {
+        // SAFETY: the caller's pointer.
+        let Some(a) = (unsafe { adapter(a) }) else {
+            return INVALID;
+        };
+        if out.is_null() {
+            return INVALID;
+        }
+        // SAFETY: checked non-null.
+        unsafe { hand_out(out, make(a)) }
+    })
+}
+
 unsafe extern "C" fn query_adapter_info(
     a: *mut Obj<NdkAdapter>,
     info: *mut NdkAdapterInfo,
@@ -242,20 +266,13 @@ unsafe extern "C" fn create_cq(
     _cctx: *mut c_void,
     out: *mut *mut Obj<NdkCq>,
 ) -> i32 {
-    guard(INTERNAL, || {
-        // SAFETY: the caller's pointer.
-        let Some(a) = (unsafe { adapter(a) }) else {
-            return INVALID;
-        };
-        if out.is_null() {
-            return INVALID;
-        }
-        let made = a
-            .create_cq(depth, notify_cb(notify, notify_ctx), affinity(aff))
-            .map(|cq| new_obj(ObjectType::Cq, &objects::CQ_DISPATCH, cq));
-        // SAFETY: checked non-null.
-        unsafe { hand_out(out, made) }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        create_on(a, out, |a| {
+            a.create_cq(depth, notify_cb(notify, notify_ctx), affinity(aff))
+                .map(|cq| new_obj(ObjectType::Cq, &objects::CQ_DISPATCH, cq))
+        })
+    }
 }
 
 unsafe extern "C" fn create_pd(
@@ -264,20 +281,13 @@ unsafe extern "C" fn create_pd(
     _cctx: *mut c_void,
     out: *mut *mut Obj<NdkPd>,
 ) -> i32 {
-    guard(INTERNAL, || {
-        // SAFETY: the caller's pointer.
-        let Some(a) = (unsafe { adapter(a) }) else {
-            return INVALID;
-        };
-        if out.is_null() {
-            return INVALID;
-        }
-        let made = a
-            .create_pd()
-            .map(|pd| new_obj(ObjectType::Pd, &objects::PD_DISPATCH, pd));
-        // SAFETY: checked non-null.
-        unsafe { hand_out(out, made) }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        create_on(a, out, |a| {
+            a.create_pd()
+                .map(|pd| new_obj(ObjectType::Pd, &objects::PD_DISPATCH, pd))
+        })
+    }
 }
 
 unsafe extern "C" fn create_shared_endpoint(
@@ -288,27 +298,21 @@ unsafe extern "C" fn create_shared_endpoint(
     _cctx: *mut c_void,
     out: *mut *mut Obj<NdkSharedEndpoint>,
 ) -> i32 {
-    guard(INTERNAL, || {
-        // SAFETY: the caller's pointer.
-        let Some(a) = (unsafe { adapter(a) }) else {
-            return INVALID;
-        };
-        if out.is_null() {
-            return INVALID;
-        }
-        // SAFETY: forwarded contract.
-        let made = unsafe { address_in(address, len) }
-            .and_then(|addr| a.create_shared_endpoint(addr))
-            .map(|e| {
-                new_obj(
-                    ObjectType::SharedEndpoint,
-                    &objects::SHARED_ENDPOINT_DISPATCH,
-                    e,
-                )
-            });
-        // SAFETY: checked non-null.
-        unsafe { hand_out(out, made) }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        create_on(a, out, |a| {
+            // `address_in` under the block above: the address is the caller's (forwarded).
+            address_in(address, len)
+                .and_then(|addr| a.create_shared_endpoint(addr))
+                .map(|e| {
+                    new_obj(
+                        ObjectType::SharedEndpoint,
+                        &objects::SHARED_ENDPOINT_DISPATCH,
+                        e,
+                    )
+                })
+        })
+    }
 }
 
 unsafe extern "C" fn create_connector(
@@ -317,20 +321,13 @@ unsafe extern "C" fn create_connector(
     _cctx: *mut c_void,
     out: *mut *mut Obj<NdkConnector>,
 ) -> i32 {
-    guard(INTERNAL, || {
-        // SAFETY: the caller's pointer.
-        let Some(a) = (unsafe { adapter(a) }) else {
-            return INVALID;
-        };
-        if out.is_null() {
-            return INVALID;
-        }
-        let made = a
-            .create_connector()
-            .map(|c| new_obj(ObjectType::Connector, &objects::CONNECTOR_DISPATCH, c));
-        // SAFETY: checked non-null.
-        unsafe { hand_out(out, made) }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        create_on(a, out, |a| {
+            a.create_connector()
+                .map(|c| new_obj(ObjectType::Connector, &objects::CONNECTOR_DISPATCH, c))
+        })
+    }
 }
 
 unsafe extern "C" fn create_listener(
