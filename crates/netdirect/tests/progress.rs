@@ -566,6 +566,51 @@ fn an_shm_burst_arrives_while_its_sender_makes_no_call() {
     burst_then_silence("shm", "an_shm_burst_arrives_while_its_sender_makes_no_call");
 }
 
+/// Threads of this process named as progress engines are (`nd-progress`), once `n` of them
+/// are (a new thread names itself as it starts), or what there are after 10 s.
+fn engine_threads_reach(n: usize) -> usize {
+    let count = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim() == "nd-progress")
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let c = count();
+        if c == n || Instant::now() > deadline {
+            return c;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// An adapter makes no thread until it has a connector or listener, the first object that can
+/// give an engine work: an adapter opened only to be queried costs none.
+#[test]
+fn an_engine_starts_with_the_first_connector_or_listener() {
+    const TEST: &str = "an_engine_starts_with_the_first_connector_or_listener";
+    if std::env::var(ROLE).is_ok() {
+        let a = adapter("tcp", ProgressMode::Thread).unwrap();
+        let _ = a.query();
+        assert_eq!(engine_threads_reach(0), 0, "an adapter only queried");
+        let _c = a.create_connector().unwrap();
+        assert_eq!(engine_threads_reach(1), 1, "after its first connector");
+        a.set_progress_mode(ProgressMode::Manual).unwrap();
+        let b = adapter("shm", ProgressMode::Manual).unwrap();
+        let _l = b.create_listener().unwrap();
+        println!("checked");
+        return;
+    }
+    let (mut child, mut out) = spawn(TEST, "lazy", "tcp", &[]);
+    line_with(&mut out, "checked");
+    assert!(
+        child.wait().unwrap().success(),
+        "the checking process failed"
+    );
+}
+
 /// CPU time this process has used (user + system), from /proc/self/stat.
 fn cpu_time() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
@@ -589,9 +634,22 @@ fn an_idle_engine_costs_under_one_percent_of_a_cpu() {
             .iter()
             .map(|p| adapter(p, ProgressMode::Thread).unwrap())
             .collect();
+        // A listener gives each engine something to watch (an engine starts with its adapter's
+        // first connector or listener).
+        let listeners: Vec<Listener> = adapters
+            .iter()
+            .map(|a| {
+                let l = a.create_listener().unwrap();
+                l.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+                l.listen(0).unwrap();
+                l
+            })
+            .collect();
+        assert_eq!(engine_threads_reach(2), 2, "one engine per adapter runs");
         let before = cpu_time();
         std::thread::sleep(Duration::from_secs(10));
         let used = cpu_time() - before;
+        drop(listeners);
         drop(adapters);
         println!("used {used:?}");
         assert!(used < Duration::from_millis(100), "{used:?} of CPU in 10 s");

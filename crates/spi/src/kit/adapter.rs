@@ -246,8 +246,19 @@ pub trait AdapterProvider: SrqProvider<Adapter: EngineState> + Connections {
 /// object it creates holds the same `Arc` of its state.
 pub struct Adapter<P: AdapterProvider> {
     state: Arc<P::Adapter>,
-    /// The progress engine, in `ProgressMode::Thread`; released with the adapter.
-    engine: Mutex<Option<ProgressThread>>,
+    /// The progress mode asked for, and the engine once it runs; released with the adapter.
+    engine: Mutex<EngineSlot>,
+}
+
+/// An adapter's progress mode and its engine. In `ProgressMode::Thread` the engine starts with
+/// the adapter's first connector or listener, the first object that can give it work: an
+/// adapter opened to be queried, or for a test that drives it itself, never makes a thread.
+#[derive(Default)]
+struct EngineSlot {
+    mode: ProgressMode,
+    running: Option<ProgressThread>,
+    /// A connector or listener was created.
+    used: bool,
 }
 
 impl<P: AdapterProvider> fmt::Debug for Adapter<P>
@@ -266,30 +277,61 @@ impl<P: AdapterProvider> Adapter<P> {
     pub fn new(state: P::Adapter) -> Arc<Self> {
         let a = Arc::new(Self {
             state: Arc::new(state),
-            engine: Mutex::new(None),
+            engine: Mutex::new(EngineSlot::default()),
         });
-        // A thread that cannot be made leaves the adapter in manual mode.
+        // A driver without an activity mark stays in manual mode.
         let _ = a.set_mode(ProgressMode::from_env_or(ProgressMode::default()));
         a
     }
 
+    fn slot(&self) -> std::sync::MutexGuard<'_, EngineSlot> {
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn set_mode(&self, mode: ProgressMode) -> Result<()> {
-        let mut e = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = self.slot();
         match mode {
-            ProgressMode::Manual => *e = None,
-            ProgressMode::Thread if e.is_some() => {}
+            ProgressMode::Manual => {
+                e.mode = mode;
+                e.running = None;
+            }
             ProgressMode::Thread => {
-                let driver = self.state.driver();
-                let Some(activity) = driver.activity() else {
+                if self.state.driver().activity().is_none() {
                     return crate::fail(crate::Status::NOT_SUPPORTED);
-                };
-                match ProgressThread::start(&driver, activity) {
-                    Some(t) => *e = Some(t),
-                    None => return crate::fail(crate::Status::INSUFFICIENT_RESOURCES),
+                }
+                e.mode = mode;
+                if e.used {
+                    return self.start_engine(&mut e);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Start the engine if the mode asks for one and none runs.
+    fn start_engine(&self, e: &mut EngineSlot) -> Result<()> {
+        if e.mode != ProgressMode::Thread || e.running.is_some() {
+            return Ok(());
+        }
+        let driver = self.state.driver();
+        let Some(activity) = driver.activity() else {
+            return crate::fail(crate::Status::NOT_SUPPORTED);
+        };
+        match ProgressThread::start(&driver, activity) {
+            Some(t) => e.running = Some(t),
+            None => return crate::fail(crate::Status::INSUFFICIENT_RESOURCES),
+        }
+        Ok(())
+    }
+
+    /// A connector or listener is being made: the engine, if asked for, starts now. A thread
+    /// that cannot be made leaves the adapter driven by its application alone.
+    fn first_use(&self) {
+        let mut e = self.slot();
+        if !e.used {
+            e.used = true;
+            let _ = self.start_engine(&mut e);
+        }
     }
 }
 
@@ -328,10 +370,7 @@ where
     }
 
     fn progress_mode(&self) -> ProgressMode {
-        match *self.engine.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(_) => ProgressMode::Thread,
-            None => ProgressMode::Manual,
-        }
+        self.slot().mode
     }
 
     // Group and affinity are hints a software provider has no use for.
@@ -382,10 +421,12 @@ where
     }
 
     fn create_connector(&self) -> Result<Arc<dyn Connector>> {
+        self.first_use();
         Ok(P::create_connector(self.state.clone()))
     }
 
     fn create_listener(&self) -> Result<Arc<dyn Listener>> {
+        self.first_use();
         Ok(P::create_listener(self.state.clone()))
     }
 }

@@ -62,9 +62,9 @@ enum Dest {
 #[derive(Debug)]
 pub(crate) struct Rx {
     buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-    deframer: Option<Deframer>,
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) deframer: Option<Deframer>,
     seq: RxSequencer,
     dest: Dest,
     /// The registration `Dest::Tagged` places into, held while its segment is placed so the

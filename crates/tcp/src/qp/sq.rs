@@ -3,7 +3,7 @@
 //! the FPDUs handed to TCP, and the requests completed in order once they may.
 
 use netdirect_spi::{OpFlags, Status};
-use netdirect_wire::rdmap::ReadRequest;
+use netdirect_wire::rdmap::{split_control_byte, Opcode, ReadRequest};
 
 use super::{local_catastrophic, read_part, revoked_response, Conn, Inner, OutRead, ReadKind};
 use super::{TcpQp, TxKind};
@@ -229,23 +229,42 @@ impl TcpQp {
             }
             return;
         }
-        if finished {
+        if finished && self.terminate_waits(g) {
             // TCP took (the rest of) a request only once the peer read what filled its
             // window, or while the peer read. A receiver that refuses a message (no Receive
             // for it within its bound, R-QP-7; one too long for its Receive, D5) sends its
             // Terminate first and then reads the stream empty, so the Terminate is in our
-            // socket before the window opens: read it before completing, or the refused Send
-            // would complete `ND_SUCCESS`. With
-            // the reader lent to a thread reading outside the lock, that thread's return
-            // (`return_reader`, which drives the queue pair) completes them after its read.
-            if g.rx.lent {
-                return;
-            }
+            // socket before the window opens: take it before completing, or the refused
+            // Send would complete `ND_SUCCESS`. Anything else that waits there (the peer's
+            // answer to what it received) is taken after the completions, in their order.
             self.progress_rx(g);
             if g.conn == Conn::Closed {
                 return;
             }
         }
         self.complete_ready(g);
+    }
+
+    /// Whether the next FPDU waiting in the socket is a Terminate. Looked at only at a frame
+    /// boundary with nothing buffered (`MSG_PEEK` of the MPA length, the DDP and the RDMAP
+    /// control bytes; markers are never used); otherwise, or with the reader lent to a
+    /// thread reading outside the lock, `false`.
+    fn terminate_waits(&self, g: &Inner) -> bool {
+        let rx = &g.rx;
+        let at_boundary = rx.deframer.as_ref().is_some_and(|d| d.at_boundary());
+        if rx.lent || rx.start != rx.end || !at_boundary {
+            return false;
+        }
+        let Some(sock) = g.sock.as_ref() else {
+            return false;
+        };
+        let mut head = [0u8; 4];
+        let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+        match rustix::net::recv(sock.get(), &mut head, flags) {
+            // RFC 5044 §4.1 (ULPDU length), RFC 5041 §4 (DDP control), RFC 5040 §4.1 (RDMAP
+            // control: its low four bits are the opcode).
+            Ok((4, _)) => split_control_byte(head[3]).1 == Opcode::Terminate as u8,
+            _ => false,
+        }
     }
 }
