@@ -5,6 +5,7 @@ use std::any::Any;
 use std::fmt;
 use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::kit::addresses::local_addresses;
@@ -248,6 +249,8 @@ pub struct Adapter<P: AdapterProvider> {
     state: Arc<P::Adapter>,
     /// The progress mode asked for, and the engine once it runs; released with the adapter.
     engine: Mutex<EngineSlot>,
+    /// The descriptor was handed out (`fd`): the engine was stopped then, once.
+    exported: AtomicBool,
 }
 
 /// An adapter's progress mode and its engine. In `ProgressMode::Thread` the engine starts with
@@ -278,6 +281,7 @@ impl<P: AdapterProvider> Adapter<P> {
         let a = Arc::new(Self {
             state: Arc::new(state),
             engine: Mutex::new(EngineSlot::default()),
+            exported: AtomicBool::new(false),
         });
         // A driver without an activity mark stays in manual mode.
         let _ = a.set_mode(ProgressMode::from_env_or(ProgressMode::default()));
@@ -355,9 +359,12 @@ where
     /// waits for the descriptor to say the I/O needs driving, then calls `progress`): the
     /// progress engine stops, since it would take those events first and leave the loop
     /// asleep over work that makes no completion (a message waiting for a Receive, a peer's
-    /// Write landing). `set_progress_mode` can start it again.
+    /// Write landing). `set_progress_mode` can start it again. Only the first export stops
+    /// it: a loop that asks for the descriptor at every wait takes no lock.
     fn fd(&self) -> BorrowedFd<'_> {
-        let _ = self.set_mode(ProgressMode::Manual);
+        if !self.exported.swap(true, Ordering::Relaxed) {
+            let _ = self.set_mode(ProgressMode::Manual);
+        }
         P::fd(&self.state)
     }
 

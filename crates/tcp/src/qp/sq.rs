@@ -10,9 +10,9 @@ use super::{TcpQp, TxKind};
 use crate::protect::ExpectedResponse;
 
 /// A write that hands TCP this many bytes or more may have lasted while the peer read (and
-/// refused) what it sent: `flush_tx` reads the socket before completing what it finished.
-/// One `recv` per this many bytes costs nothing measurable; below it, TCP took the bytes into
-/// buffers the peer had not yet read.
+/// refused) what it sent: `flush_tx` looks for a waiting Terminate (`terminate_waits`, one
+/// `MSG_PEEK`) before completing what it finished. One peek per this many bytes costs nothing
+/// measurable; below it, TCP took the bytes into buffers the peer had not yet read.
 const RX_CHECK_MIN: usize = 128 << 10;
 
 impl TcpQp {
