@@ -15,12 +15,12 @@ use crate::Status;
 ///
 /// The `ND_RESULT` given to `CreateMemoryWindow` ([`MemoryWindow::invalidate_result`])
 /// reports the **peer's** invalidation (`INDAdapter::CreateMemoryWindow` and `ND_RESULT` in
-/// Microsoft's NDSPI v1 reference; nd-v1-ndk §1.3 and §1.4.8 item 11): each time the peer's SendAndInvalidate invalidates the
-/// window, the provider writes `ND_SUCCESS` there, with `BytesTransferred` 0 (undefined for
-/// an invalidation), while it takes that Send in, so it is written once the Receive
-/// completion of that Send is reaped. v1's documents name no queue for it, and none reports
-/// it: the `ND_RESULT` itself is the signal (set it to `ND_PENDING` before each Bind to see
-/// the next one). A local [`super::Endpoint::invalidate`] reports through its own request's
+/// Microsoft's NDSPI v1 reference; nd-v1-ndk §1.3 and §1.4.8 item 11): each time the
+/// peer's SendAndInvalidate invalidates the window, the provider writes `ND_SUCCESS` there,
+/// with `BytesTransferred` 0 (undefined for an invalidation), while it takes that Send in,
+/// so it is written once the Receive completion of that Send is reaped. v1's documents
+/// name no queue for it, and none reports it: the `ND_RESULT` itself is the signal (set it
+/// to `ND_PENDING` before each Bind to see the next one). A local [`super::Endpoint::invalidate`] reports through its own request's
 /// `ND_RESULT` and leaves this one alone, as does the end of the connection.
 #[derive(Clone)]
 pub struct MemoryWindow {

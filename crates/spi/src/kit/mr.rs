@@ -91,7 +91,8 @@ pub struct Registration {
     /// in-flight user (a queued Read Response, a segment being placed) to let go.
     on_release: Mutex<Option<OvCompleter>>,
     /// For a window: its owner's hook for the peer's invalidation, set by
-    /// [`Window::bind`](crate::kit::mw::Window::bind) ([`mw::invalidated_by_peer`](crate::kit::mw::invalidated_by_peer)).
+    /// [`Window::bind`](crate::kit::mw::Window::bind), run by
+    /// [`invalidated_by_peer`](crate::kit::mw::invalidated_by_peer).
     pub(crate) peer_hook: OnceLock<Arc<HookSlot>>,
 }
 
