@@ -413,9 +413,19 @@ impl ConnectorProvider for Tcp {
                 }
                 Err(e) => {
                     // The attempt failed at once; the connector stays usable, bound as before.
+                    // A provider-chosen port refused every time: TIME_WAITs toward this peer
+                    // hold the tries' 4-tuples, which the kernel reuses on loopback only
+                    // (`tcp_tw_reuse`), as port 0's exhaustion.
+                    let status = if others == OTHER_PORTS
+                        && e.raw_os_error() == Some(rustix::io::Errno::ADDRNOTAVAIL.raw_os_error())
+                    {
+                        Status::TOO_MANY_ADDRESSES
+                    } else {
+                        sockets::connect_status(&e)
+                    };
                     drop(sock);
                     g.restore_bind();
-                    c.complete(sockets::connect_status(&e));
+                    c.complete(status);
                     return Ok(ov);
                 }
             }
