@@ -10,6 +10,11 @@
 //! `--raw` measures the yardstick the same way: kernel TCP connect, accept and one 8-byte
 //! message per connection, all kept open.
 //!
+//! Each side polls for its connection steps, as the other `nd` tools do by default (an RDMA
+//! application drives its connections the way it drives its data); `--blocking` sleeps on
+//! each instead, which adds two cross-process wake-ups to every connection (the server's, for
+//! the request, and the client's, for the reply) that raw TCP's connect does not wait for.
+//!
 //! Raise the descriptor limit first (`ulimit -n 20000` for 10,000 connections).
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -34,6 +39,9 @@ pub(crate) struct Args {
     /// Raw kernel TCP instead of ND: connect + accept + one message each.
     #[arg(long)]
     raw: bool,
+    /// Sleep on each connection step instead of polling.
+    #[arg(long)]
+    blocking: bool,
     /// Be the server child and print its address (set by the client).
     #[arg(long, hide = true)]
     serve: bool,
@@ -74,6 +82,9 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         .arg(n.to_string());
     if args.raw {
         cmd.arg("--raw");
+    }
+    if args.blocking {
+        cmd.arg("--blocking");
     }
     if let Some(p) = &args.provider {
         cmd.args(["--provider", p]);
@@ -230,9 +241,9 @@ fn client(args: &Args, to: SocketAddr, n: usize) -> Outcome {
             .map_err(ndfail("create QP"))?;
         let c = a.create_connector().map_err(ndfail("create connector"))?;
         let ov = c.connect(&qp, to, 0, 0, &[]).map_err(ndfail("Connect"))?;
-        crate::common::finish(&ov, true).map_err(|e| format!("Connect {i}: {e}"))?;
+        crate::common::finish(&ov, args.blocking).map_err(|e| format!("Connect {i}: {e}"))?;
         let ov = c.complete_connect().map_err(ndfail("CompleteConnect"))?;
-        crate::common::finish(&ov, true).map_err(ndfail("CompleteConnect"))?;
+        crate::common::finish(&ov, args.blocking).map_err(ndfail("CompleteConnect"))?;
         held.push((qp, c));
         if marks.contains(&(i + 1)) {
             times.push((i + 1, start.elapsed().as_secs_f64()));
@@ -295,9 +306,9 @@ fn server(args: &Args, n: usize) -> Result<(), String> {
         let ov = l
             .get_connection_request(&c)
             .map_err(ndfail("GetConnectionRequest"))?;
-        crate::common::finish(&ov, true).map_err(ndfail("GetConnectionRequest"))?;
+        crate::common::finish(&ov, args.blocking).map_err(ndfail("GetConnectionRequest"))?;
         let ov = c.accept(&qp, 0, 0, &[]).map_err(ndfail("Accept"))?;
-        crate::common::finish(&ov, true).map_err(|e| format!("Accept {i}: {e}"))?;
+        crate::common::finish(&ov, args.blocking).map_err(|e| format!("Accept {i}: {e}"))?;
         held.push((qp, c));
     }
     drain(&cq, n)?;

@@ -438,6 +438,10 @@ impl Driver for Engine {
         Some(self.waiters.activity().clone())
     }
 
+    fn touch(&self) {
+        self.waiters.activity().touch_unless_engine();
+    }
+
     /// Sleep without a `progress` pass first: the leader arms every connection and re-checks
     /// its ring (`Link::arm`), driving it at once if it has work, and otherwise sleeps on the
     /// epoll set, where the other sources are level-triggered; so nothing a `progress` pass

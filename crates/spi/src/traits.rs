@@ -174,7 +174,21 @@ pub trait MemoryWindow: Send + Sync + Debug {
     fn as_any(&self) -> &dyn Any;
     /// `GetRemoteToken`: valid as soon as `QueuePair::bind` returns.
     fn get_remote_token(&self) -> u32;
+    /// Run `hook` each time the peer's Send with Invalidate (RFC 5040 §5.3; ND v1's
+    /// `SendAndInvalidate`) invalidates this window, before the Receive completion of that
+    /// Send is queued; `None` removes it. Once a call returns, a hook it replaced is neither
+    /// running nor run again. A local Invalidate, or the end of the connection, does not run
+    /// it. ND v1 writes `CreateMemoryWindow`'s `ND_RESULT` with it. `false`: the provider
+    /// never runs one (the default).
+    fn set_peer_invalidate_hook(&self, hook: Option<PeerInvalidateHook>) -> bool {
+        let _ = hook;
+        false
+    }
 }
+
+/// What [`MemoryWindow::set_peer_invalidate_hook`] runs; called from the provider's receive
+/// path (any thread), under its locks: it must be short and must not call the provider.
+pub type PeerInvalidateHook = Arc<dyn Fn() + Send + Sync>;
 
 /// `IND2SharedReceiveQueue`.
 pub trait SharedReceiveQueue: Send + Sync + Debug {

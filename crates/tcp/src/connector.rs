@@ -62,6 +62,8 @@ pub(crate) struct Connecting {
     sent: usize,
     reply: Vec<u8>,
     deadline: Instant,
+    /// TCP reported the connection established (then only the MPA exchange is left).
+    connected: bool,
 }
 
 /// Active side, the peer accepted: what CompleteConnect hands to the queue pair.
@@ -159,6 +161,7 @@ fn drive(this: &TcpConnector) {
         sent,
         reply,
         deadline,
+        connected,
         ..
     }) = &mut g.state
     else {
@@ -166,21 +169,19 @@ fn drive(this: &TcpConnector) {
     };
     let s = sock.get();
     let result: Option<std::result::Result<(), Status>> = loop {
-        if let Ok(Some(e)) = s.take_error() {
-            break Some(Err(sockets::connect_status(&e)));
-        }
-        if sockets::peer_of(s).is_none() {
-            // Still connecting.
-            if Instant::now() >= *deadline {
-                break Some(Err(Status::IO_TIMEOUT));
+        if !*connected {
+            if let Ok(Some(e)) = s.take_error() {
+                break Some(Err(sockets::connect_status(&e)));
             }
-            break None;
-        }
-        if *sent == 0 {
-            // Connected: from now on a dead path or peer ends the attempt (and later the
-            // connection) within ND_TCP_TIMEOUT_MS, even while the Reply is awaited without
-            // a limit of our own. Best effort: without it the kernel's limits apply.
-            let _ = sockets::watch_path(s, this.adapter().config.timeout);
+            if sockets::peer_of(s).is_none() {
+                // Still connecting.
+                if Instant::now() >= *deadline {
+                    break Some(Err(Status::IO_TIMEOUT));
+                }
+                break None;
+            }
+            *connected = true;
+            watch_connected(this, s);
         }
         if *sent < request.len() {
             match rustix::net::send(s, &request[*sent..], rustix::net::SendFlags::NOSIGNAL) {
@@ -261,8 +262,7 @@ fn drive(this: &TcpConnector) {
                 outbound: u32::from(init.ord()),
             };
             g.limits = negotiate::active_view(offered, peer);
-            g.peer = sockets::peer_of(&sock);
-            g.local = sockets::local_of(&sock);
+            // `g.peer` and `g.local` are the connection's since `connect`.
             let leftover = reply[used..].to_vec();
             g.state = State::Connected(Connected {
                 sock,
@@ -289,6 +289,13 @@ fn drive(this: &TcpConnector) {
     drop(claim);
     g.restore_bind();
     ov.complete(status);
+}
+
+/// The connection is up: from now on a dead path or peer ends the attempt (and later the
+/// connection) within `ND_TCP_TIMEOUT_MS`, even while the Reply is awaited without a limit of
+/// our own. Best effort: without it the kernel's limits apply.
+fn watch_connected(this: &TcpConnector, s: &Socket) {
+    let _ = sockets::watch_path(s, this.adapter().config.timeout);
 }
 
 impl Source for TcpConnector {
@@ -437,14 +444,32 @@ impl ConnectorProvider for Tcp {
         if let Some(local) = sockets::local_of(&sock) {
             g.local = Some(local);
         }
+        // On loopback TCP connects within `connect`: the Request then goes out at once, and
+        // what is left is to wait for the Reply, as long as the peer likes (see `drive`), so
+        // the attempt needs neither a deadline nor a wake-up for writability.
+        let mut sent = 0;
+        let connected = sockets::peer_of(&sock).is_some();
+        if connected {
+            watch_connected(this, &sock);
+            if let Ok(n) = rustix::net::send(
+                &sock,
+                &request,
+                rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT,
+            ) {
+                sent = n;
+            }
+        }
+        let awaits_reply = connected && sent == request.len();
         let src: Weak<dyn Source> = this.me().clone();
         let reg = this
             .adapter()
             .engine
-            .register(sock, src)
+            .register_for(sock, src, !awaits_reply)
             .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
         let deadline = Instant::now() + this.adapter().config.connect_timeout;
-        this.adapter().engine.add_timer(deadline, this.me().clone());
+        if !awaits_reply {
+            this.adapter().engine.add_timer(deadline, this.me().clone());
+        }
         g.peer = Some(dest);
         g.state = State::Connecting(Connecting {
             sock: reg,
@@ -453,12 +478,17 @@ impl ConnectorProvider for Tcp {
             ov: c,
             init,
             request,
-            sent: 0,
+            sent,
             reply: Vec::new(),
             deadline,
+            connected,
         });
         drop(g);
-        drive(this);
+        if !awaits_reply {
+            drive(this);
+        }
+        // Else a Reply that came already is reported by the registration, which starts with
+        // the socket's readiness.
         Ok(ov)
     }
 

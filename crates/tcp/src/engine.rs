@@ -89,6 +89,9 @@ pub(crate) struct StreamShared {
     /// stream (a socket at EOF is readable forever): a leader polling such a socket would
     /// wake at once, again and again. A stream that wants neither is left out of the set.
     wants_read: AtomicBool,
+    /// [`Sleeper::prepare`] was done: made only before the leader's first sleep in `recv` on
+    /// it, which most connections never see (a connection setup saves its system calls).
+    prepared: AtomicBool,
 }
 
 struct StreamEntry {
@@ -245,11 +248,11 @@ impl Engine {
     /// Adopt a connected data socket owned by `source` (a queue pair), which drives it itself
     /// when polled; the engine watches it for blocking waiters.
     pub(crate) fn add_stream(self: &Arc<Self>, sock: Socket, source: Weak<dyn Source>) -> Stream {
-        Sleeper::prepare(&sock);
         let shared = Arc::new(StreamShared {
             sock,
             wants_write: AtomicBool::new(false),
             wants_read: AtomicBool::new(true),
+            prepared: AtomicBool::new(false),
         });
         let mut streams = self.lock_streams();
         let key = streams.insert(StreamEntry {
@@ -277,14 +280,28 @@ impl Engine {
         }
     }
 
-    /// Watch `sock` (edge-triggered) on behalf of `source`.
+    /// Watch `sock` (edge-triggered) on behalf of `source`, for input and output.
     pub(crate) fn register<S: AsFd>(
         self: &Arc<Self>,
         sock: S,
         source: Weak<dyn Source>,
     ) -> std::io::Result<Registered<S>> {
+        self.register_for(sock, source, true)
+    }
+
+    /// [`Engine::register`], for input only when `output` is false: a source with nothing to
+    /// write is not woken by the writability a new connection raises at once.
+    pub(crate) fn register_for<S: AsFd>(
+        self: &Arc<Self>,
+        sock: S,
+        source: Weak<dyn Source>,
+        output: bool,
+    ) -> std::io::Result<Registered<S>> {
         let key = self.lock_sources().insert(source);
-        let flags = EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET;
+        let mut flags = EventFlags::IN | EventFlags::RDHUP | EventFlags::ET;
+        if output {
+            flags |= EventFlags::OUT;
+        }
         if let Err(e) = epoll::add(&self.epfd, &sock, EventData::new_u64(key as u64 + 1), flags) {
             self.lock_sources().remove(key);
             return Err(e.into());
@@ -490,6 +507,10 @@ impl Engine {
         let Some(mut buf) = src.lend_reader() else {
             return false;
         };
+        if !sh.prepared.swap(true, Ordering::Relaxed) {
+            // Only the leader sleeps in `recv`, one at a time.
+            Sleeper::prepare(&sh.sock);
+        }
         let asked = buf.len().min(SLEEP_READ);
         let got = match self.sleeper.recv(&sh.sock, &mut buf[..asked]) {
             Woke::Read(r) => r,
@@ -536,6 +557,10 @@ impl Driver for Engine {
 
     fn activity(&self) -> Option<Arc<Activity>> {
         Some(self.waiters.activity().clone())
+    }
+
+    fn touch(&self) {
+        self.waiters.activity().touch_unless_engine();
     }
 
     /// Sleep without a `progress` pass first: the leader's sleep is on every descriptor that

@@ -93,6 +93,13 @@ impl ListenerProvider for Tcp {
             return fail(sockets::bind_status(&e));
         }
         sockets::share_with_connectors(&s);
+        // Accepted connections inherit the path watch from here (Linux copies a listening
+        // socket's options into each connection it accepts: `sockets` tests it), so
+        // `accept_all` sets nothing.
+        if sockets::watch_path(&s, this.adapter().config.timeout).is_err() {
+            g.bound = Some(s);
+            return fail(Status::INSUFFICIENT_RESOURCES);
+        }
         g.set_backlog(backlog);
         let src: Weak<dyn Source> = this.me().clone();
         let reg = this
@@ -115,32 +122,57 @@ impl ListenerProvider for Tcp {
     }
 
     /// Accept every pending TCP connection and start reading its MPA Request.
+    ///
+    /// The connecting side sends its Request as soon as TCP connects, so it is usually in the
+    /// socket already when `accept` returns: then it is read at once and delivered, and the
+    /// connection never enters the epoll set or the timer list (four system calls fewer per
+    /// connection). Otherwise it waits there for the rest of the Request.
     fn accept_all(this: &TcpListener) {
         loop {
             let g = this.lock();
             let Some(l) = g.listening.as_ref() else {
                 return;
             };
-            let accepted = l.get().accept();
+            // Non-blocking from the start; Nagle off and the path watch (`ND_TCP_TIMEOUT_MS`)
+            // come from the listening socket, which the kernel copies them from.
+            let accepted = rustix::net::acceptfrom_with(
+                l.get(),
+                rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC,
+            );
+            let bound = g.local;
             drop(g);
             match accepted {
-                Ok((sock, _)) => {
-                    if sockets::prepare_accepted(&sock, this.adapter().config.timeout).is_err() {
-                        continue;
-                    }
+                Ok((fd, from)) => {
+                    let sock = Socket::from(fd);
+                    let peer = from.and_then(|a| SocketAddr::try_from(a).ok());
                     let hs = Arc::new(Handshake {
                         listener: this.me().clone(),
+                        bound,
+                        peer,
                         inner: Mutex::new(HsInner {
                             sock: None,
                             buf: Vec::new(),
                             responder: Responder::new(),
                         }),
                     });
+                    let read = {
+                        let mut g = hs.inner.lock().unwrap_or_else(|e| e.into_inner());
+                        read_request(&mut g, &sock)
+                    };
+                    if let Some(outcome) = read {
+                        let inc = hs.incoming(outcome, sock);
+                        this.deliver(&hs, inc);
+                        continue;
+                    }
+                    this.lock().handshakes.push(hs.clone());
                     let src = src_of(&hs);
+                    // Registered after a read that found the socket empty: the epoll set
+                    // reports what arrived since (an edge-triggered registration starts with
+                    // the socket's current readiness).
                     match this.adapter().engine.register(sock, src) {
                         Ok(reg) => {
-                            hs.inner.lock().unwrap_or_else(|e| e.into_inner()).sock = Some(reg);
-                            this.lock().handshakes.push(hs.clone());
+                            let mut g = hs.inner.lock().unwrap_or_else(|e| e.into_inner());
+                            g.sock = Some(reg);
                             // A peer that never completes its Request is dropped, as siw
                             // does (docs/WIRE.md §2.3, RFC 5044 §7.1.2): otherwise stray or
                             // stalled connections would hold descriptors for the listener's
@@ -148,13 +180,14 @@ impl ListenerProvider for Tcp {
                             let at =
                                 std::time::Instant::now() + this.adapter().config.request_timeout;
                             this.adapter().engine.add_timer(at, src_of(&hs));
-                            hs.on_ready(EventFlags::IN);
                         }
-                        Err(_) => continue,
+                        Err(_) => this.deliver(&hs, None),
                     }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(rustix::io::Errno::AGAIN) => return,
+                Err(rustix::io::Errno::INTR) => {}
+                // A connection that failed before it was taken (ECONNABORTED): the next one.
+                Err(rustix::io::Errno::CONNABORTED) => {}
                 Err(_) => return,
             }
         }
@@ -208,11 +241,65 @@ struct HsInner {
 /// An accepted TCP connection whose MPA Request is still arriving.
 pub(crate) struct Handshake {
     listener: Weak<TcpListener>,
+    /// The listener's bound address: the connection's local address unless it is a
+    /// wildcard.
+    bound: Option<SocketAddr>,
+    /// The peer, as `accept` reported it.
+    peer: Option<SocketAddr>,
     inner: Mutex<HsInner>,
 }
 
 fn src_of(hs: &Arc<Handshake>) -> Weak<dyn Source> {
     Arc::downgrade(hs) as Weak<dyn Source>
+}
+
+/// Read what `sock` has of the MPA Request: `None` while more is to come, else the complete
+/// Request, or `Some(None)` if the connection ended or sent a bad frame (RFC 5044 §7.1.2 rule
+/// 5: close on a bad frame).
+fn read_request(g: &mut HsInner, sock: &Socket) -> Option<Option<ConnectRequest>> {
+    loop {
+        let mut chunk = [0u8; 1024];
+        match rustix::net::recv(sock, &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return Some(None),
+            Ok((n, _)) => {
+                g.buf.extend_from_slice(&chunk[..n]);
+                let HsInner { buf, responder, .. } = g;
+                match responder.handle_request(buf) {
+                    Ok(None) => {}
+                    Ok(Some((req, _used))) => return Some(Some(req)),
+                    Err(_) => return Some(None),
+                }
+            }
+            Err(rustix::io::Errno::AGAIN) => return None,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return Some(None),
+        }
+    }
+}
+
+impl Handshake {
+    /// What the handshake delivers to the listener: the request with its socket, or `None`
+    /// (the connection is closed).
+    fn incoming(&self, outcome: Option<ConnectRequest>, sock: Socket) -> Option<Incoming> {
+        let request = outcome?;
+        if handshake::must_reject(&request) {
+            // Markers requested: refuse as siw does (R=1, then close).
+            let _ = sockets::write_all(&sock, &handshake::reject(&request, &[]));
+            let _ = sock.shutdown(std::net::Shutdown::Write);
+            return None;
+        }
+        let local = match self.bound {
+            Some(a) if !a.ip().is_unspecified() => Some(a),
+            _ => sockets::local_of(&sock),
+        };
+        let peer = self.peer.or_else(|| sockets::peer_of(&sock));
+        Some(Incoming {
+            sock,
+            request,
+            local: local?,
+            peer: peer?,
+        })
+    }
 }
 
 impl Source for Handshake {
@@ -239,50 +326,13 @@ impl Source for Handshake {
             return;
         };
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let outcome = loop {
-            let Some(reg) = g.sock.as_ref() else { return };
-            let mut chunk = [0u8; 1024];
-            match rustix::net::recv(reg.get(), &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
-                Ok((0, _)) => break None,
-                Ok((n, _)) => {
-                    g.buf.extend_from_slice(&chunk[..n]);
-                    let HsInner { buf, responder, .. } = &mut *g;
-                    match responder.handle_request(buf) {
-                        Ok(None) => continue,
-                        Ok(Some((req, _used))) => break Some(req),
-                        Err(_) => break None, // RFC 5044 §7.1.2 rule 5: close on a bad frame
-                    }
-                }
-                Err(rustix::io::Errno::AGAIN) => return,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(_) => break None,
-            }
+        let Some(reg) = g.sock.take() else { return };
+        let Some(outcome) = read_request(&mut g, reg.get()) else {
+            g.sock = Some(reg);
+            return;
         };
-        let sock = g.sock.take().map(Registered::into_inner);
         drop(g);
-        let inc = match (outcome, sock) {
-            (Some(request), Some(sock)) => {
-                if handshake::must_reject(&request) {
-                    // Markers requested: refuse as siw does (R=1, then close).
-                    let _ = sockets::write_all(&sock, &handshake::reject(&request, &[]));
-                    let _ = sock.shutdown(std::net::Shutdown::Write);
-                    None
-                } else {
-                    let local = sockets::local_of(&sock);
-                    let peer = sockets::peer_of(&sock);
-                    match (local, peer) {
-                        (Some(local), Some(peer)) => Some(Incoming {
-                            sock,
-                            request,
-                            local,
-                            peer,
-                        }),
-                        _ => None,
-                    }
-                }
-            }
-            _ => None,
-        };
+        let inc = self.incoming(outcome, reg.into_inner());
         // Any self-Arc is in the listener's list; look it up to remove it.
         me.finish_handshake(self, inc);
     }

@@ -30,14 +30,6 @@ pub(crate) fn stream_for(family_of: &SocketAddr) -> io::Result<Socket> {
     Ok(s)
 }
 
-/// Configure a socket that `accept` returned; `timeout` is `ND_TCP_TIMEOUT_MS`
-/// ([`watch_path`]).
-pub(crate) fn prepare_accepted(s: &Socket, timeout: Duration) -> io::Result<()> {
-    s.set_nonblocking(true)?;
-    s.set_tcp_nodelay(true)?;
-    watch_path(s, timeout)
-}
-
 /// Bound how long a connected socket outlives its peer or its path (`ND_TCP_TIMEOUT_MS`), as
 /// an RNIC's retry limit does: the kernel ends the connection with `ETIMEDOUT` once
 ///
@@ -377,6 +369,36 @@ mod tests {
         assert_eq!(keepalive_for(s(30)), (s(15), s(3), 5));
         assert_eq!(keepalive_for(Duration::from_millis(2000)), (s(1), s(1), 1));
         assert_eq!(keepalive_for(Duration::from_millis(300)), (s(1), s(1), 1));
+    }
+
+    /// A listening socket's Nagle setting and path watch reach the connections it accepts,
+    /// which the listener relies on to set nothing per connection.
+    #[test]
+    fn accepted_connections_inherit_the_path_watch() {
+        let at: SocketAddr = "127.0.0.1:0".parse().expect("address");
+        let l = stream_for(&at).expect("socket");
+        l.bind(&at.into()).expect("bind");
+        l.listen(1).expect("listen");
+        watch_path(&l, Duration::from_secs(4)).expect("watch");
+        let to = l.local_addr().expect("address").as_socket().expect("inet");
+        let _c = std::net::TcpStream::connect(to).expect("connect");
+        let (a, _) = loop {
+            match l.accept() {
+                Ok(x) => break x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        assert_eq!(
+            a.tcp_user_timeout().expect("user timeout"),
+            Some(Duration::from_secs(4))
+        );
+        assert!(a.keepalive().expect("keepalive"));
+        assert_eq!(
+            a.tcp_keepalive_time().expect("idle"),
+            Duration::from_secs(2)
+        );
+        assert!(a.tcp_nodelay().expect("nodelay"));
     }
 
     /// `/proc/net/tcp*` addresses (words of the network-order bytes in host order), and a

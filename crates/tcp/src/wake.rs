@@ -177,7 +177,8 @@ impl Sleeper {
     pub(crate) fn prepare(sock: &Socket) {
         if signal().is_some() {
             let _ = sock.set_read_timeout(Some(BACKSTOP));
-            let _ = sock.set_nonblocking(false);
+            // One `ioctl` (socket2's setter reads and writes the flags: two `fcntl`s).
+            let _ = rustix::io::ioctl_fionbio(sock, false);
         }
     }
 
@@ -221,7 +222,7 @@ impl Sleeper {
             compiler_fence(Ordering::SeqCst);
             let fired = a.fired.load(Ordering::Relaxed);
             if fired {
-                let _ = sock.set_nonblocking(false);
+                let _ = rustix::io::ioctl_fionbio(sock, false);
             }
             match got {
                 None | Some(Err(Errno::INTR)) => Woke::Early,

@@ -322,9 +322,8 @@ impl V1 {
         if let Some(d) = self.window.get() {
             return Ok(d.token());
         }
-        let mw = self
-            .adapter
-            .create_memory_window(std::ptr::null_mut())
+        // SAFETY: a null ND_RESULT is never written.
+        let mw = unsafe { self.adapter.create_memory_window(std::ptr::null_mut()) }
             .map_err(err("v1 create window"))?;
         let (i, r) = self.send.take(u64::MAX - 1, RequestType::Bind);
         let flags = OpFlags::ALLOW_READ | OpFlags::ALLOW_WRITE | OpFlags::SILENT_SUCCESS;

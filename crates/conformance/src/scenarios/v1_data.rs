@@ -1,6 +1,8 @@
 //! ND v1 data transfer: request batching, windows and `ND_MW_DESCRIPTOR`s, Read/Write at
 //! offsets and their failures, SendAndInvalidate (nd-v1 §1.4.4, §1.4.5).
 
+use std::cell::UnsafeCell;
+
 use netdirect::v1::{self, MwDescriptor, Sge1};
 use netdirect::{OpFlags, Status};
 
@@ -16,6 +18,12 @@ const WIN_AT: usize = 16 * 1024;
 const WIN: usize = 4096;
 /// Where descriptors and small messages are received.
 const MSG_AT: usize = 0;
+
+/// What the provider wrote in a window's `ND_RESULT` (it may write it from its own thread).
+fn read_result(r: &UnsafeCell<v1::NdResult1>) -> v1::NdResult1 {
+    // SAFETY: a live, aligned `ND_RESULT`; read whole, as the provider writes it.
+    unsafe { r.get().read_volatile() }
+}
 
 /// Connect the client, with read limits 4/4 each way, and complete.
 fn client_connected(ctx: &Ctx) -> Check<V1Side> {
@@ -185,13 +193,12 @@ pub(super) fn batch_client(ctx: &Ctx) -> Check {
 
 pub(super) fn rdma_server(ctx: &Ctx) -> Check {
     let (side, _listen) = server_accepted(ctx)?;
-    let mut invalidated = v1::NdResult1::PENDING;
-    let mw = side
-        .adapter
-        .create_memory_window(&mut invalidated)
+    let invalidated = UnsafeCell::new(v1::NdResult1::PENDING);
+    // SAFETY: `invalidated` outlives the window (declared before it).
+    let mw = unsafe { side.adapter.create_memory_window(invalidated.get()) }
         .ctx("CreateMemoryWindow")?;
     ensure!(
-        std::ptr::eq(mw.invalidate_result(), &invalidated),
+        std::ptr::eq(mw.invalidate_result(), invalidated.get()),
         "the window keeps its ND_RESULT"
     );
     side.put(WIN_AT, &pattern(0x5EED, WIN));
@@ -241,6 +248,12 @@ pub(super) fn rdma_server(ctx: &Ctx) -> Check {
     }
     .ctx("Invalidate")?;
     reap_one(&side, &side.ocq, 3, Status::SUCCESS, None, "Invalidate")?;
+    // Only the peer's invalidation writes the window's own ND_RESULT.
+    ensure_eq!(
+        read_result(&invalidated),
+        v1::NdResult1::PENDING,
+        "CreateMemoryWindow's ND_RESULT after a local Invalidate"
+    );
     let _ = d;
     side.recv(4, 64..128).ctx("Receive bye")?;
     // SAFETY: inline zero-byte Send.
@@ -367,9 +380,8 @@ pub(super) fn rdma_client(ctx: &Ctx) -> Check {
 /// A server that exposes a bound window and waits for the client to go.
 pub(super) fn window_server(ctx: &Ctx) -> Check {
     let (side, _listen) = server_accepted(ctx)?;
-    let mw = side
-        .adapter
-        .create_memory_window(std::ptr::null_mut())
+    // SAFETY: a null ND_RESULT is never written.
+    let mw = unsafe { side.adapter.create_memory_window(std::ptr::null_mut()) }
         .ctx("CreateMemoryWindow")?;
     bind_and_send(&side, &mw, OpFlags::ALLOW_READ | OpFlags::ALLOW_WRITE, 1)?;
     let nd = side.connector.notify_disconnect().ctx("NotifyDisconnect")?;
@@ -448,9 +460,9 @@ pub(super) fn bad_token_client(ctx: &Ctx) -> Check {
 
 pub(super) fn send_invalidate_server(ctx: &Ctx) -> Check {
     let (side, _listen) = server_accepted(ctx)?;
-    let mw = side
-        .adapter
-        .create_memory_window(std::ptr::null_mut())
+    let invalidated = UnsafeCell::new(v1::NdResult1::PENDING);
+    // SAFETY: `invalidated` outlives the window (declared before it).
+    let mw = unsafe { side.adapter.create_memory_window(invalidated.get()) }
         .ctx("CreateMemoryWindow")?;
     side.recv(10, 128..256).ctx("Receive")?;
     bind_and_send(&side, &mw, OpFlags::ALLOW_WRITE, 1)?;
@@ -467,6 +479,16 @@ pub(super) fn send_invalidate_server(ctx: &Ctx) -> Check {
         (slot, r.bytes_transferred),
         (0, 8),
         "the SendAndInvalidate's Receive"
+    );
+    // The peer's invalidation was reported in CreateMemoryWindow's ND_RESULT before the
+    // Receive completed (INDAdapter::CreateMemoryWindow, pInvalidateResult).
+    ensure_eq!(
+        read_result(&invalidated),
+        v1::NdResult1 {
+            status: Status::SUCCESS,
+            bytes_transferred: 0
+        },
+        "CreateMemoryWindow's ND_RESULT after the peer's SendAndInvalidate"
     );
     // The window is invalidated: it binds again (a bound one would be ND_INVALID_DEVICE_STATE).
     // SAFETY: in bounds; the slot is read after reaping.
@@ -563,9 +585,8 @@ pub(super) fn send_invalidate_client(ctx: &Ctx) -> Check {
 /// connection ends instead (RFC 5040 §8.1.1 item 7), so it does not complete `ND_SUCCESS`.
 pub(super) fn foreign_invalidate_server(ctx: &Ctx) -> Check {
     let (side, _listen) = server_accepted(ctx)?;
-    let mw = side
-        .adapter
-        .create_memory_window(std::ptr::null_mut())
+    // SAFETY: a null ND_RESULT is never written.
+    let mw = unsafe { side.adapter.create_memory_window(std::ptr::null_mut()) }
         .ctx("CreateMemoryWindow")?;
     side.recv(10, 128..256).ctx("Receive")?;
     bind_and_send(&side, &mw, OpFlags::ALLOW_WRITE, 1)?;

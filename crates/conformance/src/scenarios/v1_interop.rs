@@ -28,9 +28,8 @@ const SECOND_HOLDS: u64 = 0xC3;
 /// the Bind's `ND_RESULT` in slot `bind`, and send its descriptor to the peer from slot `send`;
 /// the window is returned to be kept while the peer uses it.
 fn expose_window(side: &V1Side, bind: usize, send: usize) -> Check<v1::MemoryWindow> {
-    let mw = side
-        .adapter
-        .create_memory_window(std::ptr::null_mut())
+    // SAFETY: a null ND_RESULT is never written.
+    let mw = unsafe { side.adapter.create_memory_window(std::ptr::null_mut()) }
         .ctx("CreateMemoryWindow")?;
     // SAFETY: in bounds; the slot is read after reaping.
     let d = unsafe {

@@ -161,10 +161,20 @@ impl Adapter {
     }
 
     /// `CreateMemoryWindow`. `invalidate_result` is the caller's `ND_RESULT` for the peer's
-    /// invalidation of the window (kept with it; see [`MemoryWindow`]).
-    pub fn create_memory_window(&self, invalidate_result: *mut NdResult1) -> Result<MemoryWindow> {
+    /// invalidation of the window: each SendAndInvalidate of the peer that invalidates it
+    /// writes `ND_SUCCESS` there (see [`MemoryWindow`]); null asks for no report.
+    ///
+    /// # Safety
+    /// `invalidate_result` is null, or valid for writes of an [`NdResult1`] (from any thread,
+    /// at any time) until the last clone of the returned window is dropped, as v1 requires
+    /// of the `ND_RESULT` for as long as the window lives.
+    pub unsafe fn create_memory_window(
+        &self,
+        invalidate_result: *mut NdResult1,
+    ) -> Result<MemoryWindow> {
         let mw = self.state.v2.create_memory_window()?;
-        Ok(MemoryWindow::new(mw, self.clone(), invalidate_result))
+        // SAFETY: this function's contract.
+        Ok(unsafe { MemoryWindow::new(mw, self.clone(), invalidate_result) })
     }
 
     /// `CreateConnector`.

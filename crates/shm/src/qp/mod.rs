@@ -132,6 +132,9 @@ struct SendWr {
     msn: Option<u32>,
     /// A Write whose WRITE record asks for a lease (`flag::LEASE`): its ACK answers that.
     lease_ask: bool,
+    /// A SendAndInvalidate whose INVAL record (the peer's window token, host order) is still
+    /// to go into the ring, just before the Send's first record (`progress_tx`).
+    inval: Option<u32>,
 }
 
 impl SendWr {
@@ -146,6 +149,7 @@ impl SendWr {
             error: None,
             msn: None,
             lease_ask: false,
+            inval: None,
         }
     }
 }

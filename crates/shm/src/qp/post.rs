@@ -86,11 +86,20 @@ impl ShmQp {
         Ok(total)
     }
 
-    /// `Send`.
+    /// `Send`; with `inval`, ND v1's `SendAndInvalidate`: an INVAL record naming the peer's
+    /// window (its token, host order) goes into the ring just before the Send's first
+    /// record, in the Send's turn, so after every request posted before it (RFC 5040 §5.3,
+    /// §5.5). It queues as any Send: `ND_NO_MORE_ENTRIES` only for a full initiator queue.
     ///
     /// # Safety
     /// See [`traits::QueuePair::send`](netdirect_spi::traits::QueuePair::send).
-    pub(super) unsafe fn post_send(&self, context: u64, sge: &[Sge], flags: OpFlags) -> Result<()> {
+    pub(super) unsafe fn post_send(
+        &self,
+        context: u64,
+        sge: &[Sge],
+        flags: OpFlags,
+        mut inval: Option<u32>,
+    ) -> Result<()> {
         let allowed = OpFlags::SILENT_SUCCESS
             | OpFlags::READ_FENCE
             | OpFlags::SEND_AND_SOLICIT_EVENT
@@ -112,11 +121,23 @@ impl ShmQp {
         let fenced = flags.contains(OpFlags::READ_FENCE) && g.reads_out > 0;
         // Nor when answers are owed: they go first, and one may be a Read response half in
         // the ring, whose chunks nothing may split (`push_answers`).
-        let direct = g.sq.len() == g.in_ring
+        let clear = g.sq.len() == g.in_ring
             && g.answers.is_empty()
             && g.conn == Conn::Established
-            && total <= INLINE_MAX as u64
             && !fenced;
+        if let (Some(token), true) = (inval, clear) {
+            // The Send's turn is now: its INVAL record goes in at once if it fits.
+            match self.try_push_inval(&mut g, token) {
+                Some(true) => inval = None,
+                Some(false) => {}
+                None => {
+                    drop(g);
+                    self.complete_send(context, flags, Status::CANCELED, 0);
+                    return Ok(());
+                }
+            }
+        }
+        let direct = clear && inval.is_none() && total <= INLINE_MAX as u64;
         // Into the cell within this call: INLINE memory, or memory inside the cached
         // registration with local read access (checked without taking a reference).
         if direct && (inline || self.cached_readable(&g, sge)) {
@@ -145,10 +166,12 @@ impl ShmQp {
             unsafe { mem::capture(sge, &mut data) };
             let mut wr = SendWr::new(context, flags, total, Op::Send);
             wr.inline = Some(data);
+            wr.inval = inval;
             g.sq.push_bare(wr);
         } else {
             let Inner { sq, cache, .. } = &mut *g;
-            let wr = SendWr::new(context, flags, total, Op::Send);
+            let mut wr = SendWr::new(context, flags, total, Op::Send);
+            wr.inval = inval;
             if let Err((mut wr, _)) =
                 sq.push_checked(wr, sge, Access::LocalRead, cache, &self.shared.mrs)
             {
@@ -171,6 +194,26 @@ impl ShmQp {
         }
         g.sq.push_bare(SendWr::new(context, flags, total, Op::Send));
         g.in_ring += 1;
+    }
+
+    /// Put a SendAndInvalidate's INVAL record in the ring, if there is room: `Some(true)`
+    /// pushed, `Some(false)` no room, `None` the ring broke its protocol and the connection
+    /// ended (everything queued was flushed).
+    fn try_push_inval(&self, g: &mut Inner, token: u32) -> Option<bool> {
+        let link = self.link.get()?;
+        let tx = link.tx();
+        match g.prod.has_room(&tx, 0) {
+            Ok(true) => {
+                g.prod
+                    .push_header(&tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
+                Some(true)
+            }
+            Ok(false) => Some(false),
+            Err(Violation) => {
+                self.close(g, Status::CONNECTION_REFUSED);
+                None
+            }
+        }
     }
 
     /// Put a message of at most `INLINE_MAX` bytes in one cell, if there is room.
@@ -400,50 +443,6 @@ impl ShmQp {
     }
 }
 
-impl ShmQp {
-    /// ND v1's `SendAndInvalidate`: an INVAL record naming the peer's window, then the Send.
-    /// The record goes into the ring within the call, so only when nothing queued waits to go
-    /// in before it (else `ND_NO_MORE_ENTRIES`, v1's "the queue is full": retry once the
-    /// earlier requests completed); the Send's own checks come first, so a Send that would be
-    /// refused invalidates nothing.
-    ///
-    /// # Safety
-    /// As [`traits::QueuePair::send`](netdirect_spi::traits::QueuePair::send).
-    unsafe fn send_invalidating(
-        &self,
-        context: u64,
-        sge: &[Sge],
-        token: u32,
-        flags: OpFlags,
-    ) -> Result<()> {
-        {
-            let mut g = self.lock();
-            self.check_initiator_post(&g, sge, flags)?;
-            if g.conn == Conn::Established {
-                let Some(link) = self.link.get() else {
-                    return fail(Status::CONNECTION_INVALID);
-                };
-                let tx = link.tx();
-                let clear = g.sq.len() == g.in_ring && g.answers.is_empty();
-                match g.prod.has_room(&tx, 0) {
-                    Ok(true) if clear => {
-                        g.prod
-                            .push_header(&tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
-                    }
-                    Ok(_) => return fail(Status::NO_MORE_ENTRIES),
-                    Err(Violation) => {
-                        self.close(&mut g, Status::CONNECTION_REFUSED);
-                        return fail(Status::CONNECTION_INVALID);
-                    }
-                }
-            }
-            // Not established: the Send below is flushed or refused as any Send.
-        }
-        // SAFETY: forwarded contract.
-        unsafe { self.post_send(context, sge, flags) }
-    }
-}
-
 impl Posts for ShmQp {
     fn flush(&self) -> Result<()> {
         let mut g = self.lock();
@@ -468,7 +467,7 @@ impl Posts for ShmQp {
     ) -> Result<()> {
         match request {
             // SAFETY: forwarded contract.
-            Request::Send => unsafe { self.post_send(context, sge, flags) },
+            Request::Send => unsafe { self.post_send(context, sge, flags, None) },
             Request::Read {
                 remote_address,
                 remote_token,
@@ -496,7 +495,7 @@ impl Posts for ShmQp {
         flags: OpFlags,
     ) -> Result<()> {
         // SAFETY: forwarded contract. The token travels in host order, as a Desc's does.
-        unsafe { self.send_invalidating(context, sge, u32::from_be(remote_token), flags) }
+        unsafe { self.post_send(context, sge, flags, Some(u32::from_be(remote_token))) }
     }
 
     /// `Receive`.

@@ -290,8 +290,7 @@ impl ShmQp {
                             if w.kind == Kind::Window
                                 && w.bound_qp.load(Ordering::Acquire) == self.id =>
                         {
-                            mw::unbind(&self.shared.mrs, &w);
-                            g.windows.forget(&w);
+                            mw::invalidated_by_peer(&self.shared.mrs, &mut g.windows, &w);
                         }
                         _ => return self.refuse(g, link),
                     }

@@ -199,6 +199,26 @@ impl ShmQp {
             {
                 break;
             }
+            // A SendAndInvalidate: its INVAL record first, in its turn (after every earlier
+            // request is in the ring, never inside one) and right before its first record.
+            let mut inval_in = false;
+            if let (Some(token), 0, false) = (wr.inval, *tx_sent, *tx_hdr) {
+                match prod.has_room(&tx, 0) {
+                    Ok(true) => {
+                        prod.push_header(&tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
+                        inval_in = true;
+                        pushed = true;
+                    }
+                    Ok(false) => {
+                        blocked = true;
+                        break;
+                    }
+                    Err(Violation) => {
+                        self.close(g, Status::CONNECTION_REFUSED);
+                        return;
+                    }
+                }
+            }
             let total = wr.total;
             let src = match &wr.inline {
                 Some(d) => Src::Owned(Owned(d)),
@@ -455,6 +475,9 @@ impl ShmQp {
             }
             if !finished {
                 if let Some((w, _)) = sq.get_mut(i) {
+                    if inval_in {
+                        w.inval = None;
+                    }
                     if let Some(m) = started {
                         w.msn = Some(m);
                     }

@@ -12,8 +12,9 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
+use crate::kit::mw::HookSlot;
 use crate::kit::overlapped::{Driver, OvCompleter, Overlapped};
 use crate::kit::shared_mem::SharedMemory;
 use crate::{MrFlags, Status};
@@ -89,6 +90,10 @@ pub struct Registration {
     /// Completed when the last reference goes: an asynchronous Deregister that waits for every
     /// in-flight user (a queued Read Response, a segment being placed) to let go.
     on_release: Mutex<Option<OvCompleter>>,
+    /// For a window: its owner's hook for the peer's invalidation, set by
+    /// [`Window::bind`](crate::kit::mw::Window::bind), run by
+    /// [`invalidated_by_peer`](crate::kit::mw::invalidated_by_peer).
+    pub(crate) peer_hook: OnceLock<Arc<HookSlot>>,
 }
 
 impl Drop for Registration {
@@ -288,7 +293,7 @@ pub struct Table {
     /// before it may be stale.
     generation: AtomicU64,
     /// The provider's [`Table::set_copy_barrier`].
-    copy_barrier: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    copy_barrier: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl fmt::Debug for Table {
@@ -371,6 +376,7 @@ impl Table {
             parent: n.parent,
             _keepalive: n.keepalive,
             on_release: Mutex::new(None),
+            peer_hook: OnceLock::new(),
         });
         map.insert(token >> 8, reg.clone());
         reg

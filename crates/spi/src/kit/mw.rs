@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::kit::adapter::AdapterState;
 use crate::kit::mr::{Access, Kind, NewRegistration, Region, Registration, Table};
-use crate::traits::{MemoryRegion, MemoryWindow};
+use crate::traits::{MemoryRegion, MemoryWindow, PeerInvalidateHook};
 use crate::{fail, Error, MrFlags, OpFlags, Result, Status};
 
 /// The current (or last) binding of a window, and its token.
@@ -38,6 +38,25 @@ pub struct Window<A: AdapterState> {
     /// region, alive, so the region's Deregister can complete. A dead or revoked registration
     /// means "not bound".
     binding: Mutex<Binding>,
+    /// The owner's hook for the peer's invalidation; each binding's registration shares it.
+    hook: Arc<HookSlot>,
+}
+
+/// A window's [`PeerInvalidateHook`], shared by the window and each registration it binds.
+/// Its lock is held while the hook runs, so replacing the hook waits for a run in progress.
+#[derive(Default)]
+pub(crate) struct HookSlot(Mutex<Option<PeerInvalidateHook>>);
+
+impl HookSlot {
+    fn lock(&self) -> MutexGuard<'_, Option<PeerInvalidateHook>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn fire(&self) {
+        if let Some(h) = self.lock().as_ref() {
+            h();
+        }
+    }
 }
 
 impl<A: AdapterState> fmt::Debug for Window<A> {
@@ -108,12 +127,30 @@ pub fn bind_parent(
 }
 
 /// Unbind a window registration (idempotent): its token dies and its region may be
-/// deregistered again.
-pub fn unbind(table: &Table, w: &Registration) {
-    if w.revoke() {
+/// deregistered again. `true` for the call that unbound it.
+pub fn unbind(table: &Table, w: &Registration) -> bool {
+    let first = w.revoke();
+    if first {
         table.remove(w.token);
         if let Some(p) = &w.parent {
             p.bound_windows.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    first
+}
+
+/// The peer's Send with Invalidate named window `w`, which the provider found bound through
+/// this queue pair (RFC 5040 §5.3, §8.1.1 item 7): unbind it, forget it in the queue pair's
+/// `windows`, and run the hook its owner set ([`MemoryWindow::set_peer_invalidate_hook`]) if
+/// this call unbound it (a local Invalidate racing with it won). Providers call it while they
+/// take the Send in, before its Receive completion is queued, so an application that reaped
+/// that completion sees what the hook did.
+pub fn invalidated_by_peer(table: &Table, windows: &mut BoundWindows, w: &Arc<Registration>) {
+    let first = unbind(table, w);
+    windows.forget(w);
+    if first {
+        if let Some(h) = w.peer_hook.get() {
+            h.fire();
         }
     }
 }
@@ -151,6 +188,7 @@ impl<A: AdapterState> Window<A> {
         Self {
             adapter,
             binding: Mutex::new(None),
+            hook: Arc::default(),
         }
     }
 
@@ -205,6 +243,8 @@ impl<A: AdapterState> Window<A> {
             keepalive: None,
         });
         reg.bound_qp.store(qp_id, Ordering::Release);
+        // Set before the token is handed out (Bind's descriptor), so before a peer can name it.
+        let _ = reg.peer_hook.set(self.hook.clone());
         parent.bound_windows.fetch_add(1, Ordering::AcqRel);
         *cur = Some((reg.token, Arc::downgrade(&reg)));
         Ok(reg)
@@ -284,6 +324,11 @@ impl<A: AdapterState> MemoryWindow for Window<A> {
     /// call); the last binding's token once unbound, 0 before the first.
     fn get_remote_token(&self) -> u32 {
         self.lock().as_ref().map_or(0, |(token, _)| token.to_be())
+    }
+
+    fn set_peer_invalidate_hook(&self, hook: Option<PeerInvalidateHook>) -> bool {
+        *self.hook.lock() = hook;
+        true
     }
 }
 

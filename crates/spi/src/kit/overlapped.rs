@@ -49,6 +49,13 @@ pub trait Driver: Send + Sync + fmt::Debug {
         None
     }
 
+    /// An application thread looked at a request this driver completes and found it done:
+    /// move the activity mark as [`Driver::progress`] does, so that a progress engine that
+    /// finished the request first does not take the application for idle and go on doing its
+    /// I/O (a hand-off per request, and a spinning thread on the application's core). The
+    /// default does nothing (no engine).
+    fn touch(&self) {}
+
     /// What a blocked [`Overlapped::wait`] does once per turn: make progress, and sleep unless
     /// `done()` holds. Returns when `done()` holds, something may have changed, or `timeout`
     /// passed; the caller re-checks `done()` afterwards (spurious returns are allowed).
@@ -168,7 +175,9 @@ impl Overlapped {
         if wait {
             self.wait()
         } else {
-            if !self.is_complete() {
+            if self.is_complete() {
+                self.state.driver.touch();
+            } else {
                 self.state.driver.progress();
             }
             Error::check(self.status())
@@ -186,6 +195,12 @@ impl Overlapped {
     pub fn wait_timeout(&self, timeout: Option<Duration>) -> Option<Result<()>> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
         let driver = &self.state.driver;
+        if let Some(r) = self.try_result() {
+            // Done before the wait began (by another thread, or the engine): still a sign of
+            // the application (`Driver::touch`); a wait that sleeps moves the mark itself.
+            driver.touch();
+            return Some(r);
+        }
         loop {
             if let Some(r) = self.try_result() {
                 return Some(r);

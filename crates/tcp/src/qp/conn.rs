@@ -4,8 +4,6 @@
 
 use std::sync::Weak;
 
-use netdirect_spi::kit::mr::Registration;
-use netdirect_spi::kit::mw;
 use netdirect_spi::kit::overlapped::{OvCompleter, Overlapped};
 use netdirect_spi::{fail, Result, Status};
 use netdirect_wire::handshake::{Negotiated, Rtr};
@@ -103,11 +101,6 @@ impl TcpQp {
         // A window is usable through its queue pair only: with the connection gone it is
         // unbound, which also lets its region be deregistered.
         g.windows.unbind_all(&self.shared.mrs);
-    }
-
-    /// Unbind a window registration (idempotent): its token dies, its region is free again.
-    pub(super) fn unbind(&self, w: &Registration) {
-        mw::unbind(&self.shared.mrs, w);
     }
 
     /// The connection is gone, found by a write (a reset, `EPIPE`, a dead path). What the

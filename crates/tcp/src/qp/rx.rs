@@ -32,8 +32,12 @@ use crate::protect;
 
 mod segments;
 
-/// Stream buffer size: enough for many small FPDUs per `recv`.
+/// Stream buffer size once the stream is busy: enough for many small FPDUs per `recv`.
 const RX_BUF: usize = 64 * 1024;
+/// Stream buffer size at first: a connection that only ever carries a few small messages
+/// (most of 10,000 held connections) never takes more memory, and a connection setup pays
+/// one page fault, not sixteen. A `recv` that fills it grows it to [`RX_BUF`].
+const RX_BUF_FIRST: usize = 4 * 1024;
 /// A segment remainder at least this large is read straight into its destination.
 const DIRECT_MIN: usize = 4096;
 /// What a read after a large payload takes into the stream buffer: the pad and CRC (at most
@@ -94,6 +98,8 @@ pub(crate) struct Rx {
     bulk: bool,
     /// The peer's FIN (or a reset) was read after the end.
     eof: bool,
+    /// A read filled the first, small buffer: the next read takes the full size.
+    grow: bool,
     /// The engine's leader sleeps in `recv` on the socket (`Source::lend_reader`): nobody
     /// else reads it meanwhile, or bytes could be processed out of order.
     pub(super) lent: bool,
@@ -121,6 +127,7 @@ impl Rx {
             delivered: false,
             bulk: false,
             eof: false,
+            grow: false,
             lent: false,
             failure: None,
         }
@@ -142,7 +149,7 @@ impl Rx {
     /// Begin full operation with the negotiated CRC; `leftover` are bytes that followed the MPA
     /// frame in the same read.
     pub(crate) fn start(&mut self, crc: bool, leftover: &[u8]) {
-        self.buf = vec![0u8; RX_BUF.max(leftover.len())].into_boxed_slice();
+        self.buf = vec![0u8; RX_BUF_FIRST.max(leftover.len())].into_boxed_slice();
         self.buf[..leftover.len()].copy_from_slice(leftover);
         self.start = 0;
         self.end = leftover.len();
@@ -182,6 +189,7 @@ impl Rx {
                 debug_assert_eq!((self.start, self.end), (0, 0));
                 self.end = n;
                 self.drained = n < asked;
+                self.grow |= n == self.buf.len() && n < RX_BUF;
             }
             Err(Errno::AGAIN) => self.drained = false,
             Err(e) => {
@@ -347,10 +355,19 @@ impl TcpQp {
                 return Ok(true);
             }
         }
+        if std::mem::take(&mut g.rx.grow) {
+            // Nothing is buffered (`fill` runs once the buffer is consumed).
+            g.rx.buf = vec![0u8; RX_BUF].into_boxed_slice();
+        }
         let want = buffered_read_len(g.rx.bulk, remaining, g.rx.buf.len());
         match rustix::net::recv(sock.get(), &mut g.rx.buf[..want], RecvFlags::DONTWAIT) {
             Ok((0, _)) => Err(()),
             Ok((n, _)) => {
+                if n == g.rx.buf.len() && n < RX_BUF {
+                    // The stream brings more than the first buffer holds: from the next read
+                    // on, the full size (this one's bytes are still being parsed).
+                    g.rx.grow = true;
+                }
                 g.rx.start = 0;
                 g.rx.end = n;
                 // A short read emptied the socket. Anything that arrives later raises a new

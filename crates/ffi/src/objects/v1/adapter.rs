@@ -233,7 +233,10 @@ unsafe extern "C" fn create_memory_window(this: This, r: *mut NdResult1, pp: Pp)
         if pp.is_null() {
             return Status::invalid_parameter(2).0;
         }
-        match obj(this).adapter.create_memory_window(r) {
+        // SAFETY: v1's contract for `pInvalidateResult` (INDAdapter::CreateMemoryWindow): the
+        // caller's ND_RESULT (or NULL) stays valid while the window lives; the COM object
+        // holds the window, so its last Release ends the writes.
+        match unsafe { obj(this).adapter.create_memory_window(r) } {
             // SAFETY: checked non-null.
             Ok(mw) => unsafe {
                 put(pp, Com::into_raw(V1MwObj { mw }));

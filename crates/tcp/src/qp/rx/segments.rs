@@ -85,8 +85,11 @@ impl TcpQp {
                     if r.kind == Kind::Window
                         && r.bound_qp.load(std::sync::atomic::Ordering::Acquire) == self.id =>
                 {
-                    self.unbind(&r);
-                    g.windows.forget(&r);
+                    netdirect_spi::kit::mw::invalidated_by_peer(
+                        &self.shared.mrs,
+                        &mut g.windows,
+                        &r,
+                    );
                 }
                 _ => {
                     self.terminate(
