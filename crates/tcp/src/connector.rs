@@ -25,6 +25,7 @@ use rustix::event::epoll::EventFlags;
 use socket2::{SockAddr, Socket};
 
 use crate::adapter::Shared;
+use crate::claim::PortClaim;
 use crate::engine::{Registered, Source};
 use crate::listener::Incoming;
 use crate::qp::{Conn, TcpQp};
@@ -40,6 +41,9 @@ pub(crate) struct Bound {
     /// Bound to port 0: the provider chose the port, and may choose another when a Connect
     /// from it would repeat a 4-tuple that a TIME_WAIT holds.
     any_port: bool,
+    /// An explicit port's claim in ND's connector port space (R-CONN-2): it goes with the
+    /// socket, to the queue pair.
+    claim: Option<PortClaim>,
 }
 
 /// How many other ports a Connect from a provider-chosen port tries when the kernel refuses
@@ -50,6 +54,7 @@ const OTHER_PORTS: usize = 64;
 /// An active connection attempt: TCP connect, then the MPA Request / Reply exchange.
 pub(crate) struct Connecting {
     sock: Registered<Socket>,
+    claim: Option<PortClaim>,
     qp: Claim<TcpQp>,
     ov: OvCompleter,
     init: Initiator,
@@ -64,6 +69,7 @@ pub(crate) struct Connecting {
 /// Active side, the peer accepted: what CompleteConnect hands to the queue pair.
 pub(crate) struct Connected {
     sock: Socket,
+    claim: Option<PortClaim>,
     qp: Claim<TcpQp>,
     neg: Negotiated,
     leftover: Vec<u8>,
@@ -80,14 +86,16 @@ impl Transport for Tcp {
         attempt.ov.complete(Status::CANCELED);
         // The connector may Connect again from the port it bound.
         sockets::close_abortively(attempt.sock.into_inner());
+        drop(attempt.claim);
     }
 
     fn bind_again(addr: SocketAddr) -> Option<Bound> {
         let sock = sockets::stream_for(&addr).ok()?;
-        sockets::bind_nd(&sock, addr, Role::Connector).ok()?;
+        let (_, claim) = sockets::bind_connector(&sock, addr).ok()?;
         Some(Bound {
             sock,
             any_port: false,
+            claim,
         })
     }
 
@@ -227,6 +235,7 @@ fn drive(this: &TcpConnector) {
     this.adapter().engine.cancel_timers(&me);
     let State::Connecting(Connecting {
         sock,
+        claim,
         qp,
         ov,
         mut init,
@@ -257,6 +266,7 @@ fn drive(this: &TcpConnector) {
             let leftover = reply[used..].to_vec();
             g.state = State::Connected(Connected {
                 sock,
+                claim,
                 qp,
                 neg,
                 leftover,
@@ -275,6 +285,8 @@ fn drive(this: &TcpConnector) {
     // connection open after its Reject, RFC 5044 §7.1.2), TIME_WAIT would keep the port from
     // the retry (`sockets::close_abortively`).
     sockets::close_abortively(sock);
+    // The port's claim goes with the socket; binding again claims it again.
+    drop(claim);
     g.restore_bind();
     ov.complete(status);
 }
@@ -344,9 +356,16 @@ impl ConnectorProvider for Tcp {
         g.rebind(|| {
             let sock = sockets::stream_for(&addr)
                 .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
-            let local = sockets::bind_nd(&sock, addr, Role::Connector)?;
+            let (local, claim) = sockets::bind_connector(&sock, addr)?;
             let any_port = addr.port() == 0;
-            Ok((Bound { sock, any_port }, local))
+            Ok((
+                Bound {
+                    sock,
+                    any_port,
+                    claim,
+                },
+                local,
+            ))
         })
     }
 
@@ -358,11 +377,11 @@ impl ConnectorProvider for Tcp {
         limits: ReadLimits,
         private_data: &[u8],
     ) -> Result<Overlapped> {
-        let (mut sock, mut local, any_port) = match g.take_bound_for(dest)? {
-            Some((b, a)) => (b.sock, a, b.any_port),
+        let (mut sock, mut local, any_port, claim) = match g.take_bound_for(dest)? {
+            Some((b, a)) => (b.sock, a, b.any_port, b.claim),
             None => {
                 let (s, a) = bind_any(dest)?;
-                (s, a, true)
+                (s, a, true, None)
             }
         };
         g.local = Some(local);
@@ -423,7 +442,7 @@ impl ConnectorProvider for Tcp {
                     } else {
                         sockets::connect_status(&e)
                     };
-                    drop(sock);
+                    drop((sock, claim));
                     g.restore_bind();
                     c.complete(status);
                     return Ok(ov);
@@ -464,6 +483,7 @@ impl ConnectorProvider for Tcp {
         g.peer = Some(dest);
         g.state = State::Connecting(Connecting {
             sock: reg,
+            claim,
             qp,
             ov: c,
             init,
@@ -486,11 +506,13 @@ impl ConnectorProvider for Tcp {
         let mut g = this.lock();
         let Connected {
             sock,
+            claim,
             qp,
             neg,
             leftover,
         } = g.take_connected()?;
         qp.establish_active(sock, &neg, &leftover)?;
+        qp.hold_port_claim(claim);
         g.state = State::Attached(qp.queue_pair().clone());
         Ok(Overlapped::completed(
             this.adapter().engine.clone(),

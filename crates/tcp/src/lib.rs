@@ -25,6 +25,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod adapter;
+mod claim;
 pub mod config;
 mod connector;
 mod cq;

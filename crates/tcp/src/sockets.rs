@@ -8,6 +8,8 @@ use netdirect_spi::kit::ports::{self, PortError};
 use netdirect_spi::Status;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::claim::{self, PortClaim};
+
 /// A non-blocking TCP socket for `family_of`'s address family, with Nagle off (as siw does:
 /// every FPDU goes out at once).
 pub(crate) fn stream_for(family_of: &SocketAddr) -> io::Result<Socket> {
@@ -96,12 +98,43 @@ pub(crate) enum Role {
 ///    connector) or none (a listener).
 ///
 /// Connectors keep `SO_REUSEPORT` while they live, so a listener may take their port.
+///
+/// Step 3 would let a second connector join the first at a listener's port: a connector's
+/// explicit port is claimed first in ND's connector space ([`bind_connector`]); this
+/// function takes no claim, so it serves listeners and provider-chosen connector ports.
 pub(crate) fn bind_nd(s: &Socket, addr: SocketAddr, role: Role) -> Result<SocketAddr, Status> {
+    bind_claiming(s, addr, role, None)
+}
+
+/// A connector's [`bind_nd`], with its explicit port (if any) claimed in ND's connector port
+/// space first, across processes (R-CONN-2, [`crate::claim`]): another connector's claim
+/// refuses it as a port in use (`ND_SHARING_VIOLATION`). The claim is held as long as the
+/// connector uses the port; none for port 0.
+pub(crate) fn bind_connector(
+    s: &Socket,
+    addr: SocketAddr,
+) -> Result<(SocketAddr, Option<PortClaim>), Status> {
+    let mut claim = None;
+    let at = bind_claiming(s, addr, Role::Connector, Some(&mut claim))?;
+    Ok((at, claim))
+}
+
+fn bind_claiming(
+    s: &Socket,
+    addr: SocketAddr,
+    role: Role,
+    mut claim: Option<&mut Option<PortClaim>>,
+) -> Result<SocketAddr, Status> {
     let in_use =
         |e: &io::Error| e.raw_os_error() == Some(rustix::io::Errno::ADDRINUSE.raw_os_error());
     let explicit = addr.port() != 0;
     let try_port = |p: u16| -> io::Result<()> {
         let at = SockAddr::from(SocketAddr::new(addr.ip(), p));
+        // Before any TCP bind, so that of two connectors racing for the port one is refused.
+        let held = match claim.as_deref_mut() {
+            Some(slot) if explicit => Some((slot, claim::claim(SocketAddr::new(addr.ip(), p))?)),
+            _ => None,
+        };
         // A listener starts at step 2.
         let mut r = match role {
             Role::Connector => s.bind(&at),
@@ -128,6 +161,9 @@ pub(crate) fn bind_nd(s: &Socket, addr: SocketAddr, role: Role) -> Result<Socket
         if r.is_ok() && role == Role::Connector {
             // A listener may take this port while we hold it (step 3).
             s.set_reuse_port(true)?;
+        }
+        if let (Ok(()), Some((slot, c))) = (&r, held) {
+            *slot = Some(c);
         }
         r
     };

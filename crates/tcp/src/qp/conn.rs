@@ -11,6 +11,7 @@ use netdirect_wire::rdmap::Terminate;
 use socket2::Socket;
 
 use super::{revoked_response, Conn, Ending, Inner, OutRead, ReadKind, TcpQp, TxKind};
+use crate::claim::PortClaim;
 use crate::engine::Source;
 use crate::protect::ExpectedResponse;
 use crate::sockets;
@@ -175,6 +176,8 @@ impl TcpQp {
             // Whichever end closes first, a TIME_WAIT it leaves does not keep a later
             // connector from the port (`sockets::bind_nd`).
             sockets::reusable_when_closed(sock);
+            // Nor does the connector port space: another connector may Bind the port now.
+            g.port_claim = None;
             if was_open {
                 match how {
                     Ending::Graceful | Ending::Terminate(_) => {
@@ -266,6 +269,12 @@ impl TcpQp {
         self.flush_tx(&mut g);
         self.progress_rx(&mut g);
         Ok(())
+    }
+
+    /// Keep the claim on the connector's explicit port, if any, while the connection lasts
+    /// (R-CONN-2, `crate::claim`); dropped when it closes.
+    pub(crate) fn hold_port_claim(&self, claim: Option<PortClaim>) {
+        self.lock().port_claim = claim;
     }
 
     /// Attach an accepted connection (passive side, at `Accept`): wait for the RTR.

@@ -72,6 +72,7 @@ use netdirect_wire::rdmap::{TermError, Terminate};
 use rustix::event::epoll::EventFlags;
 
 use crate::adapter::Shared;
+use crate::claim::PortClaim;
 use crate::cq::TcpCq;
 use crate::engine::{Source, Stream};
 use crate::protect::ExpectedResponse;
@@ -260,6 +261,9 @@ enum Ending {
 pub(crate) struct Inner {
     pub(crate) conn: Conn,
     pub(crate) sock: Option<Stream>,
+    /// The claim on the connector's explicit port (R-CONN-2, `crate::claim`), held until
+    /// the connection closes.
+    pub(crate) port_claim: Option<PortClaim>,
     pub(crate) crc: bool,
     pub(crate) rq: WrQueue<RecvWr>,
     pub(crate) sq: WrQueue<SendWr>,
@@ -306,6 +310,7 @@ impl Inner {
         Self {
             conn: Conn::Idle,
             sock: None,
+            port_claim: None,
             crc: false,
             rq,
             sq,
