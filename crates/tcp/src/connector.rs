@@ -449,18 +449,13 @@ impl ConnectorProvider for Tcp {
                 }
             }
         }
-        // The kernel chose the source address (and, unbound, the port) at `connect`: that is
-        // GetLocalAddress from now on, not the wildcard address bound before (as shm reports).
-        if let Some(local) = sockets::local_of(&sock) {
-            g.local = Some(local);
-        }
         // On loopback TCP connects within `connect`: the Request then goes out at once, and
         // what is left is to wait for the Reply, as long as the peer likes (see `drive`), so
-        // the attempt needs neither a deadline nor a wake-up for writability.
+        // the attempt needs neither a deadline nor a wake-up for writability. What is not
+        // needed to send it is done after, while the peer reads it.
         let mut sent = 0;
         let connected = sockets::peer_of(&sock).is_some();
         if connected {
-            watch_connected(this, &sock);
             if let Ok(n) = rustix::net::send(
                 &sock,
                 &request,
@@ -468,6 +463,12 @@ impl ConnectorProvider for Tcp {
             ) {
                 sent = n;
             }
+            watch_connected(this, &sock);
+        }
+        // The kernel chose the source address (and, unbound, the port) at `connect`: that is
+        // GetLocalAddress from now on, not the wildcard address bound before (as shm reports).
+        if let Some(local) = sockets::local_of(&sock) {
+            g.local = Some(local);
         }
         let awaits_reply = connected && sent == request.len();
         let src: Weak<dyn Source> = this.me().clone();
