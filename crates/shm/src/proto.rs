@@ -30,6 +30,7 @@
 //! peer disconnected or died (the kernel closes a killed process's descriptors), and it carries
 //! the WAKE messages that rouse a sleeping peer.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -123,11 +124,21 @@ enum Hold {
     Gone,
 }
 
-/// Connector ports of this process held without a socket ([`Port::into_noted`]).
-static NOTED: std::sync::Mutex<Vec<SocketAddr>> = std::sync::Mutex::new(Vec::new());
+/// Connector ports of this process held without a socket ([`Port::into_noted`]), by port
+/// number: a reservation looks up the ports it tries, not every connection held (a list
+/// scanned per try made 10,000 connections cost O(n²)).
+static NOTED: std::sync::Mutex<Noted> = std::sync::Mutex::new(BTreeMap::new());
 
-fn noted() -> std::sync::MutexGuard<'static, Vec<SocketAddr>> {
+type Noted = BTreeMap<u16, Vec<SocketAddr>>;
+
+fn noted() -> std::sync::MutexGuard<'static, Noted> {
     NOTED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a noted address claims `at`'s port.
+fn is_noted(n: &Noted, at: &SocketAddr) -> bool {
+    n.get(&at.port())
+        .is_some_and(|v| v.iter().any(|a| overlaps(a, at)))
 }
 
 /// Whether two bound addresses claim the same port, as the kernel's bind rules say (a
@@ -143,7 +154,7 @@ impl Port {
     /// chose), without a descriptor from now on: the socket closes and the address is listed
     /// for this process's later reservations until the port is dropped.
     pub(crate) fn into_noted(mut self, at: SocketAddr) -> Self {
-        noted().push(at);
+        noted().entry(at.port()).or_default().push(at);
         // The socket closes only once the address is listed: no window for our own binds.
         self.0 = Hold::Noted(at);
         self
@@ -154,8 +165,13 @@ impl Drop for Port {
     fn drop(&mut self) {
         if let Hold::Noted(at) = std::mem::replace(&mut self.0, Hold::Gone) {
             let mut n = noted();
-            if let Some(i) = n.iter().position(|a| *a == at) {
-                n.swap_remove(i);
+            if let Some(v) = n.get_mut(&at.port()) {
+                if let Some(i) = v.iter().position(|a| *a == at) {
+                    v.swap_remove(i);
+                }
+                if v.is_empty() {
+                    n.remove(&at.port());
+                }
             }
         }
     }
@@ -183,7 +199,7 @@ pub(crate) fn reserve(space: Space, addr: SocketAddr) -> Result<(Port, u16), Sta
     }
     let bind = |p: u16| {
         let at = SocketAddr::new(addr.ip(), p);
-        if space == Space::Connector && noted().iter().any(|n| overlaps(n, &at)) {
+        if space == Space::Connector && is_noted(&noted(), &at) {
             return Err(Errno::ADDRINUSE);
         }
         match rustix::net::bind(&s, &at) {
