@@ -21,7 +21,7 @@ pub enum PortError<E> {
 }
 
 /// How many random ports port 0 tries before it walks the range in order.
-const RANDOM_TRIES: u32 = 32;
+pub const RANDOM_TRIES: u32 = 32;
 
 /// Bind `port`, or for port 0 a port of [`EPHEMERAL`] that `bind` accepts: first up to
 /// [`RANDOM_TRIES`] random ones (RFC 6056 §3.3.1, simple port randomization: a predictable
