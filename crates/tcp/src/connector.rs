@@ -380,8 +380,21 @@ impl ConnectorProvider for Tcp {
         let (mut sock, mut local, any_port, claim) = match g.take_bound_for(dest)? {
             Some((b, a)) => (b.sock, a, b.any_port, b.claim),
             None => {
-                let (s, a) = bind_any(dest)?;
-                (s, a, true, None)
+                let unbound = sockets::unbound_for(&dest)
+                    .map_err(|_| Error::new(Status::INSUFFICIENT_RESOURCES))?;
+                match unbound {
+                    // The kernel picks the address and port at `connect`.
+                    Some(s) => (
+                        s,
+                        SocketAddr::new(unspecified_like(dest.ip()), 0),
+                        true,
+                        None,
+                    ),
+                    None => {
+                        let (s, a) = bind_any(dest)?;
+                        (s, a, true, None)
+                    }
+                }
             }
         };
         g.local = Some(local);
@@ -421,7 +434,8 @@ impl ConnectorProvider for Tcp {
                         && e.raw_os_error()
                             == Some(rustix::io::Errno::ADDRNOTAVAIL.raw_os_error()) =>
                 {
-                    // The port we chose has a TIME_WAIT to this very peer: take another.
+                    // The port chosen has a TIME_WAIT to this very peer, or (an unbound
+                    // connector) the kernel found no free port in its range: bind another.
                     others += 1;
                     let ip = SocketAddr::new(local.ip(), 0);
                     let s = sockets::stream_for(&dest)

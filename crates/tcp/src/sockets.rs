@@ -206,6 +206,52 @@ fn bind_any_port(
     }
 }
 
+/// A socket for an unbound connector's Connect to `dest`: the kernel picks the source address
+/// and port at `connect`, from ND's range (`IP_LOCAL_PORT_RANGE`, ip(7), Linux 6.3; the
+/// kernel narrows it to its own `ip_local_port_range`), among the ports whose 4-tuple with
+/// `dest` is free, TIME_WAITs it may reuse included. No port is searched for by `bind`: with
+/// 10,000 connections held, a search among the range's ports cost the last thousand
+/// connections a quarter of their rate, and one port serves connections to several peers.
+/// Ports that something bound (explicit ND ports, listeners, Binds to port 0, and their
+/// TIME_WAITs) are never picked (the kernel skips them), as R-CONN-2 asks; when that leaves
+/// none, `connect` fails `EADDRNOTAVAIL` and the connector binds a port itself. `None` where
+/// the kernel lacks the option: the caller binds a port of the range itself.
+pub(crate) fn unbound_for(dest: &SocketAddr) -> io::Result<Option<Socket>> {
+    let s = stream_for(dest)?;
+    let (lo, hi) = (*ports::EPHEMERAL.start(), *ports::EPHEMERAL.end());
+    if set_local_port_range(&s, lo, hi).is_err() {
+        return Ok(None);
+    }
+    // A listener may take this port while we hold it ([`bind_nd`] step 3).
+    s.set_reuse_port(true)?;
+    Ok(Some(s))
+}
+
+/// `IP_LOCAL_PORT_RANGE` from `linux/in.h` (the `libc` crate does not have it yet).
+const IP_LOCAL_PORT_RANGE: libc::c_int = 51;
+
+/// Set `IP_LOCAL_PORT_RANGE`: the high port in the upper 16 bits, the low one in the lower.
+fn set_local_port_range(s: &Socket, lo: u16, hi: u16) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v: u32 = (u32::from(hi) << 16) | u32::from(lo);
+    // SAFETY: `setsockopt` reads `size_of::<u32>()` bytes from `&v`, a live local, and
+    // keeps no pointer to it; the descriptor is open for the call (borrowed from `s`).
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            IP_LOCAL_PORT_RANGE,
+            (&v as *const u32).cast(),
+            size_of::<u32>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Let connectors share a listening socket's port (R-CONN-2, [`bind_nd`] step 3). Set only
 /// once it listens: a listener that had `SO_REUSEPORT` when it started listening could be
 /// joined by another, which would take half its connections.
@@ -431,6 +477,53 @@ mod tests {
             Duration::from_secs(2)
         );
         assert!(a.tcp_nodelay().expect("nodelay"));
+    }
+
+    /// An unbound connector's socket gets its port from ND's range at `connect`, over IPv4 and
+    /// IPv6 (R-CONN-1), and two connections to one peer get two ports.
+    #[test]
+    fn unbound_sockets_connect_from_the_nd_range() {
+        for ip in ["127.0.0.1", "::1"] {
+            let l = match std::net::TcpListener::bind((ip, 0)) {
+                Ok(l) => l,
+                Err(_) if ip == "::1" => continue, // no IPv6 on this host
+                Err(e) => panic!("listener: {e}"),
+            };
+            let to = l.local_addr().expect("address");
+            let mut seen = Vec::new();
+            for _ in 0..2 {
+                let Some(s) = unbound_for(&to).expect("socket") else {
+                    // A kernel before 6.3: the caller binds instead.
+                    return;
+                };
+                match s.connect(&to.into()) {
+                    Ok(()) => {}
+                    Err(e)
+                        if e.raw_os_error()
+                            == Some(rustix::io::Errno::INPROGRESS.raw_os_error()) => {}
+                    // The kernel found no free port in its range (TIME_WAITs of ports that
+                    // `bind` chose hold them): the connector then binds one itself.
+                    Err(e)
+                        if e.raw_os_error()
+                            == Some(rustix::io::Errno::ADDRNOTAVAIL.raw_os_error()) =>
+                    {
+                        return
+                    }
+                    Err(e) => panic!("{ip}: connect: {e}"),
+                }
+                let local = local_of(&s).expect("local address");
+                assert!(
+                    ports::EPHEMERAL.contains(&local.port()),
+                    "{ip}: port {} outside the ND range",
+                    local.port()
+                );
+                seen.push((local.port(), s));
+            }
+            assert_ne!(
+                seen[0].0, seen[1].0,
+                "{ip}: one port for two connections to one peer"
+            );
+        }
     }
 
     /// `/proc/net/tcp*` addresses (words of the network-order bytes in host order), and a
