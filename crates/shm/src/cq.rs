@@ -34,16 +34,21 @@ const FAST_LINKS: usize = 4;
 /// [`ShmCq::wanting`]'s bit for the overflow list.
 const OVERFLOW: u32 = 1 << FAST_LINKS;
 
+/// The links beyond [`FAST_LINKS`], polled under a lock.
+#[derive(Debug)]
+struct Overflow {
+    links: Vec<Arc<Link>>,
+    /// The length at which `add_link` next drops the closed links.
+    sweep_at: usize,
+}
+
 /// A completion queue.
 #[derive(Debug)]
 pub(crate) struct ShmCq {
     me: Weak<Self>,
     pub(crate) core: CqCore,
     fast: [OnceLock<Arc<Link>>; FAST_LINKS],
-    overflow: Mutex<Vec<Arc<Link>>>,
-    /// The overflow list's length at which `add_link` next drops its closed links (changed
-    /// under the list's lock).
-    sweep_at: std::sync::atomic::AtomicUsize,
+    overflow: Mutex<Overflow>,
     has_overflow: std::sync::atomic::AtomicBool,
 }
 
@@ -53,8 +58,10 @@ impl ShmCq {
             me: me.clone(),
             core: CqCore::new(depth, driver).with_max_depth(max_depth),
             fast: Default::default(),
-            overflow: Mutex::new(Vec::new()),
-            sweep_at: std::sync::atomic::AtomicUsize::new(SWEEP_MIN),
+            overflow: Mutex::new(Overflow {
+                links: Vec::new(),
+                sweep_at: SWEEP_MIN,
+            }),
             has_overflow: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -74,12 +81,11 @@ impl ShmCq {
         let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
         // Closed links are dropped once the list has doubled since the last sweep: a sweep
         // per link made 10,000 connections on one queue cost O(n²) (6 % of `nd connrate`).
-        if o.len() >= self.sweep_at.load(Ordering::Relaxed) {
-            o.retain(|l| !l.is_closed());
-            self.sweep_at
-                .store((2 * o.len()).max(SWEEP_MIN), Ordering::Relaxed);
+        if o.links.len() >= o.sweep_at {
+            o.links.retain(|l| !l.is_closed());
+            o.sweep_at = (2 * o.links.len()).max(SWEEP_MIN);
         }
-        o.push(link.clone());
+        o.links.push(link.clone());
         self.has_overflow.store(true, Ordering::Release);
     }
 
@@ -131,13 +137,13 @@ impl ShmCq {
             // never held by a thread that holds a queue pair's lock (links are added before
             // the queue pair's lock is taken), so driving queue pairs under it cannot deadlock.
             let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
-            o.retain(|l| !l.is_closed());
-            if o.is_empty() {
+            o.links.retain(|l| !l.is_closed());
+            if o.links.is_empty() {
                 // Every overflow connection closed: polls go back to the lock-free slots only
                 // (set again, under this lock, by the next `add_link` that overflows).
                 self.has_overflow.store(false, Ordering::Release);
             }
-            for l in o.iter() {
+            for l in o.links.iter() {
                 l.poll_fast();
             }
         }

@@ -157,7 +157,8 @@ impl ListenerProvider for Tcp {
                     });
                     let read = {
                         let mut g = hs.inner.lock().unwrap_or_else(|e| e.into_inner());
-                        read_request(&mut g, &sock)
+                        let HsInner { buf, responder, .. } = &mut *g;
+                        read_request(buf, responder, &sock)
                     };
                     if let Some(outcome) = read {
                         let inc = hs.incoming(outcome, sock);
@@ -256,14 +257,17 @@ fn src_of(hs: &Arc<Handshake>) -> Weak<dyn Source> {
 /// Read what `sock` has of the MPA Request: `None` while more is to come, else the complete
 /// Request, or `Some(None)` if the connection ended or sent a bad frame (RFC 5044 §7.1.2 rule
 /// 5: close on a bad frame).
-fn read_request(g: &mut HsInner, sock: &Socket) -> Option<Option<ConnectRequest>> {
+fn read_request(
+    buf: &mut Vec<u8>,
+    responder: &mut Responder,
+    sock: &Socket,
+) -> Option<Option<ConnectRequest>> {
     loop {
         let mut chunk = [0u8; 1024];
         match rustix::net::recv(sock, &mut chunk[..], rustix::net::RecvFlags::DONTWAIT) {
             Ok((0, _)) => return Some(None),
             Ok((n, _)) => {
-                g.buf.extend_from_slice(&chunk[..n]);
-                let HsInner { buf, responder, .. } = g;
+                buf.extend_from_slice(&chunk[..n]);
                 match responder.handle_request(buf) {
                     Ok(None) => {}
                     Ok(Some((req, _used))) => return Some(Some(req)),
@@ -326,11 +330,16 @@ impl Source for Handshake {
             return;
         };
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(reg) = g.sock.take() else { return };
-        let Some(outcome) = read_request(&mut g, reg.get()) else {
-            g.sock = Some(reg);
+        let HsInner {
+            sock,
+            buf,
+            responder,
+        } = &mut *g;
+        let Some(reg) = sock.as_ref() else { return };
+        let Some(outcome) = read_request(buf, responder, reg.get()) else {
             return;
         };
+        let Some(reg) = sock.take() else { return };
         drop(g);
         let inc = self.incoming(outcome, reg.into_inner());
         // Any self-Arc is in the listener's list; look it up to remove it.

@@ -201,14 +201,8 @@ impl ShmQp {
     /// ended (everything queued was flushed).
     fn try_push_inval(&self, g: &mut Inner, token: u32) -> Option<bool> {
         let link = self.link.get()?;
-        let tx = link.tx();
-        match g.prod.has_room(&tx, 0) {
-            Ok(true) => {
-                g.prod
-                    .push_header(&tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
-                Some(true)
-            }
-            Ok(false) => Some(false),
+        match push_inval(&mut g.prod, &link.tx(), token) {
+            Ok(pushed) => Some(pushed),
             Err(Violation) => {
                 self.close(g, Status::CONNECTION_REFUSED);
                 None
@@ -441,6 +435,20 @@ impl ShmQp {
         link.wake_peer();
         Some(true)
     }
+}
+
+/// Put an INVAL record naming the peer's window `token` in the ring if there is room
+/// (`Ok(false)`: none yet).
+pub(super) fn push_inval<M: crate::ring::RingMem>(
+    prod: &mut crate::ring::Producer,
+    tx: &M,
+    token: u32,
+) -> std::result::Result<bool, Violation> {
+    if !prod.has_room(tx, 0)? {
+        return Ok(false);
+    }
+    prod.push_header(tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
+    Ok(true)
 }
 
 impl Posts for ShmQp {

@@ -203,9 +203,8 @@ impl ShmQp {
             // request is in the ring, never inside one) and right before its first record.
             let mut inval_in = false;
             if let (Some(token), 0, false) = (wr.inval, *tx_sent, *tx_hdr) {
-                match prod.has_room(&tx, 0) {
+                match super::post::push_inval(prod, &tx, token) {
                     Ok(true) => {
-                        prod.push_header(&tx, kind::INVAL, 0, token, &Owned(&[]), 0, 0);
                         inval_in = true;
                         pushed = true;
                     }

@@ -195,14 +195,11 @@ impl Overlapped {
     pub fn wait_timeout(&self, timeout: Option<Duration>) -> Option<Result<()>> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
         let driver = &self.state.driver;
-        if let Some(r) = self.try_result() {
-            // Done before the wait began (by another thread, or the engine): still a sign of
-            // the application (`Driver::touch`); a wait that sleeps moves the mark itself.
-            driver.touch();
-            return Some(r);
-        }
         loop {
             if let Some(r) = self.try_result() {
+                // Done before the wait began (by another thread, or the engine) is still a
+                // sign of the application (`Driver::touch`).
+                driver.touch();
                 return Some(r);
             }
             let left = match deadline {

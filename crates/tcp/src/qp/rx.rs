@@ -189,7 +189,7 @@ impl Rx {
                 debug_assert_eq!((self.start, self.end), (0, 0));
                 self.end = n;
                 self.drained = n < asked;
-                self.grow |= n == self.buf.len() && n < RX_BUF;
+                self.note_read(n);
             }
             Err(Errno::AGAIN) => self.drained = false,
             Err(e) => {
@@ -199,6 +199,13 @@ impl Rx {
                 self.drained = false;
             }
         }
+    }
+
+    /// A read of `n` bytes into the stream buffer: one that filled the first, small buffer
+    /// means the stream brings more, so the next read takes the full size (this one's bytes
+    /// are still being parsed).
+    fn note_read(&mut self, n: usize) {
+        self.grow |= n == self.buf.len() && n < RX_BUF;
     }
 
     pub(crate) fn is_stalled(&self) -> bool {
@@ -363,11 +370,7 @@ impl TcpQp {
         match rustix::net::recv(sock.get(), &mut g.rx.buf[..want], RecvFlags::DONTWAIT) {
             Ok((0, _)) => Err(()),
             Ok((n, _)) => {
-                if n == g.rx.buf.len() && n < RX_BUF {
-                    // The stream brings more than the first buffer holds: from the next read
-                    // on, the full size (this one's bytes are still being parsed).
-                    g.rx.grow = true;
-                }
+                g.rx.note_read(n);
                 g.rx.start = 0;
                 g.rx.end = n;
                 // A short read emptied the socket. Anything that arrives later raises a new
