@@ -308,14 +308,12 @@ pub(super) unsafe extern "C" fn read(
     token: u32,
     flags: u32,
 ) -> i32 {
-    guard(INTERNAL, || {
-        // SAFETY: the caller's pointers.
-        let (Some(q), Some(l)) = (unsafe { qp(q) }, unsafe { sgl(l, n) }) else {
-            return INVALID;
-        };
-        // SAFETY: as for `send`.
-        unsafe { q.read(ctx as u64, l, addr, token, NdkOpFlags(flags)) }.0
-    })
+    // SAFETY: the caller's pointers; the list's memory as for `send`.
+    unsafe {
+        one_sided(q, l, n, |q, l| {
+            q.read(ctx as u64, l, addr, token, NdkOpFlags(flags))
+        })
+    }
 }
 
 pub(super) unsafe extern "C" fn write(
@@ -327,13 +325,31 @@ pub(super) unsafe extern "C" fn write(
     token: u32,
     flags: u32,
 ) -> i32 {
+    // SAFETY: the caller's pointers; the list's memory as for `send`.
+    unsafe {
+        one_sided(q, l, n, |q, l| {
+            q.write(ctx as u64, l, addr, token, NdkOpFlags(flags))
+        })
+    }
+}
+
+/// Read's and Write's shared frame: the queue pair and the SGE list checked, then `post`.
+///
+/// # Safety
+/// `q` and `l`/`n` as the NDK caller passes them; `post` is called with them checked and is
+/// given the caller's contract for the memory the list names (as `send`).
+unsafe fn one_sided(
+    q: *mut Obj<NdkQp>,
+    l: *const NdkSge,
+    n: u32,
+    post: impl FnOnce(&NdkQp, &[NdkSge]) -> NtStatus,
+) -> i32 {
     guard(INTERNAL, || {
         // SAFETY: the caller's pointers.
         let (Some(q), Some(l)) = (unsafe { qp(q) }, unsafe { sgl(l, n) }) else {
             return INVALID;
         };
-        // SAFETY: as for `send`.
-        unsafe { q.write(ctx as u64, l, addr, token, NdkOpFlags(flags)) }.0
+        post(q, l).0
     })
 }
 
