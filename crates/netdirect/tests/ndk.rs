@@ -271,20 +271,7 @@ fn v1_server(cfg: &Cfg) -> netdirect::Result<()> {
 /// resumed (the fourth is accepted).
 fn reject_server(cfg: &Cfg) {
     let side = Side::new(cfg, |_| {});
-    let (tx, rx) = mpsc::channel::<NdkConnector>();
-    let tx = Mutex::new(tx);
-    let l = side
-        .a
-        .create_listener(move |c| tx.lock().unwrap().send(c).unwrap())
-        .expect("listener");
-    assert_eq!(
-        call(&side.calls, |cb| l.listen(cfg.addr(0), cb)),
-        NtStatus::SUCCESS
-    );
-    say(format!(
-        "listening {}",
-        l.get_local_address().expect("address")
-    ));
+    let (l, rx) = side.listen_announced();
     let first = rx.recv_timeout(BOUND).expect("first request");
     assert_eq!(first.reject(b"no"), NtStatus::SUCCESS);
     close_connector(&first);

@@ -27,20 +27,7 @@ fn ask(cmd: &str) {
 
 /// Accept the first request on `side`'s QP.
 fn accept_first(side: &Side, pdata: &[u8]) -> (netdirect::ndk::NdkListener, NdkConnector) {
-    let (tx, rx) = mpsc::channel::<NdkConnector>();
-    let tx = Mutex::new(tx);
-    let l = side
-        .a
-        .create_listener(move |c| tx.lock().unwrap().send(c).unwrap())
-        .expect("listener");
-    assert_eq!(
-        call(&side.calls, |cb| l.listen(side.cfg.addr(0), cb)),
-        NtStatus::SUCCESS
-    );
-    say(format!(
-        "listening {}",
-        l.get_local_address().expect("address")
-    ));
+    let (l, rx) = side.listen_announced();
     let c = rx.recv_timeout(BOUND).expect("request");
     let s = call(&side.calls, |cb| c.accept(&side.qp, 1, 0, pdata, None, cb));
     assert_eq!(s, NtStatus::SUCCESS);
@@ -175,20 +162,7 @@ fn srq_server(cfg: &Cfg) {
         call(&side.calls, |cb| srq.modify_srq(0, 2, cb)),
         NtStatus::SUCCESS
     );
-    let (tx, rx) = mpsc::channel::<NdkConnector>();
-    let tx = Mutex::new(tx);
-    let listener = side
-        .a
-        .create_listener(move |c| tx.lock().unwrap().send(c).unwrap())
-        .expect("listener");
-    assert_eq!(
-        call(&side.calls, |cb| listener.listen(cfg.addr(0), cb)),
-        NtStatus::SUCCESS
-    );
-    say(format!(
-        "listening {}",
-        listener.get_local_address().expect("address")
-    ));
+    let (listener, rx) = side.listen_announced();
     let conn = rx.recv_timeout(BOUND).expect("request");
     assert_eq!(
         call(&side.calls, |cb| conn.accept(&qp, 0, 0, b"", None, cb)),

@@ -9,10 +9,9 @@ mod ndk_common;
 
 use std::net::SocketAddr;
 use std::sync::mpsc;
-use std::sync::Mutex;
 
 use ndk_common::*;
-use netdirect::ndk::{CompletionMode, NdkConnector, NtStatus};
+use netdirect::ndk::{CompletionMode, NtStatus};
 
 fn close_wait(f: impl FnOnce(Box<dyn FnOnce() + Send>) -> NtStatus) {
     let (tx, rx) = mpsc::channel();
@@ -35,20 +34,7 @@ fn logged(log: &Log, what: &str) -> impl FnOnce() + Send + 'static {
 /// lives.
 fn server(cfg: &Cfg) {
     let side = Side::new(cfg, |_| {});
-    let (tx, rx) = mpsc::channel::<NdkConnector>();
-    let tx = Mutex::new(tx);
-    let l = side
-        .a
-        .create_listener(move |c| tx.lock().unwrap().send(c).unwrap())
-        .expect("listener");
-    assert_eq!(
-        call(&side.calls, |cb| l.listen(cfg.addr(0), cb)),
-        NtStatus::SUCCESS
-    );
-    say(format!(
-        "listening {}",
-        l.get_local_address().expect("address")
-    ));
+    let (l, rx) = side.listen_announced();
 
     // 1: the peer closes its connector inside its Connect callback: this Accept fails.
     let c1 = rx.recv_timeout(BOUND).expect("request 1");

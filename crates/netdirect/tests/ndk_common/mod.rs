@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use netdirect::ndk::{
-    CompletionMode, NdkAdapter, NdkCq, NdkResult, NtStatus, OpenParams, RequestCompletion,
+    CompletionMode, NdkAdapter, NdkConnector, NdkCq, NdkResult, NtStatus, OpenParams,
+    RequestCompletion,
 };
 use netdirect::Provider;
 
@@ -327,6 +328,26 @@ impl Side {
             mr,
             calls,
         }
+    }
+
+    /// A listener at the config's address whose connection requests arrive on the returned
+    /// channel, listening, its address announced to the peer (`say`).
+    pub fn listen_announced(&self) -> (netdirect::ndk::NdkListener, Receiver<NdkConnector>) {
+        let (tx, rx) = mpsc::channel::<NdkConnector>();
+        let tx = Mutex::new(tx);
+        let l = self
+            .a
+            .create_listener(move |c| tx.lock().unwrap().send(c).unwrap())
+            .expect("listener");
+        assert_eq!(
+            call(&self.calls, |cb| l.listen(self.cfg.addr(0), cb)),
+            NtStatus::SUCCESS
+        );
+        say(format!(
+            "listening {}",
+            l.get_local_address().expect("address")
+        ));
+        (l, rx)
     }
 
     /// Post a Receive of 64 bytes into slot `ctx` (slots of 64 bytes).
