@@ -514,6 +514,16 @@ pub fn output_within(cmd: &mut Command, timeout: Duration) -> Result<Output, Str
     })
 }
 
+/// Held by tests of one test binary that start child processes and by those that check a
+/// port is free once released: a child holds a copy of every descriptor of the test process
+/// from its fork to its exec (all are close-on-exec), among them a socket another test has
+/// just released, whose port then stays taken until the exec. Tests in other binaries are
+/// other processes, whose children hold no descriptor of this one.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Run `f` on its own thread and wait at most [`HARD_TIMEOUT`] for it. A check that fails,
 /// panics or hangs is reported as `Err` with `label` in front; a hung thread is abandoned (the
 /// test process ends with it).

@@ -10,7 +10,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::mpsc;
 
 use netdirect::{Adapter, Connector, Provider, Status};
 use netdirect_conformance::check::{expect_status, wait_ok, wait_status, Check, Context};
@@ -22,15 +22,6 @@ use netdirect_conformance::{ensure, Failure, Needs, Side, SideConfig};
 const ROLE: &str = "ND_CONNECTOR_PORTS_CHILD";
 /// What the child prints once bound.
 const BOUND: &str = "CONNECTOR BOUND";
-
-/// Held by each test for its whole run: a child started by one test holds every descriptor of
-/// this process (all close-on-exec) from its fork to its exec, among them those of a connector
-/// another test has just released, whose port would then still be held for a moment.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn open(p: &Provider, ip: IpAddr) -> Check<Adapter> {
     p.open_adapter_for(SocketAddr::new(ip, 0))
@@ -55,7 +46,7 @@ fn connector(a: &Adapter) -> Check<Connector> {
 /// messages still flow) keeps it as well.
 #[test]
 fn two_connectors_never_share_a_listeners_port() {
-    let _serial = one_at_a_time();
+    let _serial = harness::one_at_a_time();
     harness::each_provider(
         Needs::TwoSided,
         "two-connectors-at-a-listeners-port",
@@ -150,7 +141,7 @@ fn two_connectors_never_share_a_listeners_port() {
 /// second connector is still refused there.
 #[test]
 fn a_listener_joining_a_connectors_port_lets_no_second_connector_in() {
-    let _serial = one_at_a_time();
+    let _serial = harness::one_at_a_time();
     harness::each_provider(
         Needs::TwoSided,
         "listener-joins-a-connectors-port",
@@ -194,7 +185,7 @@ fn a_connector_in_another_process_keeps_a_listeners_port() {
         }
         return;
     }
-    let _serial = one_at_a_time();
+    let _serial = harness::one_at_a_time();
     harness::each_provider(Needs::TwoSided, "connector-of-another-process", |p, fam| {
         let ip = fam.ip();
         let a = open(p, ip)?;

@@ -18,7 +18,9 @@ use netdirect::{Provider, Status};
 use netdirect_conformance::check::{
     expect_pending, expect_status, fail, wait_ok, wait_status, Check, Context, Failure,
 };
-use netdirect_conformance::harness::{each_provider, output_within, Family, HARD_TIMEOUT};
+use netdirect_conformance::harness::{
+    each_provider, one_at_a_time, output_within, Family, HARD_TIMEOUT,
+};
 use netdirect_conformance::netns::on_private_network;
 use netdirect_conformance::side::EPHEMERAL;
 use netdirect_conformance::{ensure, ensure_eq, Needs};
@@ -32,6 +34,8 @@ fn adapter(p: &Provider, fam: Family) -> Check<v1::Adapter> {
 
 #[test]
 fn port_zero_succeeds_and_assigns_an_ephemeral_port() {
+    // The port is checked free once released ([`one_at_a_time`]).
+    let _serial = one_at_a_time();
     each_provider(Needs::TwoSided, "Listen port 0", |p, fam| {
         let a = adapter(p, fam)?;
         let mut port = 0u16;
@@ -81,6 +85,8 @@ fn a_protocol_not_served_is_invalid_parameter_2() {
 
 #[test]
 fn a_port_in_use_on_the_adapter_is_address_already_exists() {
+    // The port is checked free once released ([`one_at_a_time`]).
+    let _serial = one_at_a_time();
     each_provider(Needs::TwoSided, "Listen port in use", |p, fam| {
         let a = adapter(p, fam)?;
         let mut port = 0u16;
@@ -198,6 +204,8 @@ fn out_of_descriptors_is_insufficient_resources() {
         }
         return;
     }
+    // Starts children ([`one_at_a_time`]).
+    let _serial = one_at_a_time();
     for p in Provider::all() {
         let exe = std::env::current_exe().expect("test binary");
         let mut cmd = std::process::Command::new(exe);
@@ -259,6 +267,8 @@ fn insufficient_child(name: &str) -> Check {
 
 #[test]
 fn port_zero_with_no_free_port_is_too_many_addresses() {
+    // Starts `ip` ([`one_at_a_time`]).
+    let _serial = one_at_a_time();
     on_private_network(&["link set lo up"], "v1 Listen port exhaustion", || {
         // A socket per port, two on shm (its listeners hold a descriptor more), and spare;
         // as many as the hard limit allows without privileges.
